@@ -1,0 +1,144 @@
+/*
+ * hcomm_perf: declarations shared by the benchmark's two files.
+ *
+ *   hcomm_perf.c   options, the timing loop, main
+ *   perf_report.c  type and collective tables, test data and its checking,
+ *                  text and JSON output
+ *
+ * Not part of the library: nothing here is installed.
+ */
+#ifndef HCOMM_PERF_H
+#define HCOMM_PERF_H
+
+#include "hcomm.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Timed trials per size and side; the median is reported. Odd, so the
+ * median is one real trial. */
+#define PERF_TRIALS 5
+/* Small sizes get more iterations than -n so one trial lasts this long:
+ * a trial of a few microseconds measures the timer and the scheduler. */
+#define PERF_MIN_TRIAL_S 1e-3
+
+typedef enum {
+    PERF_ALLREDUCE = 0,
+    PERF_ALLGATHER,
+    PERF_REDUCE_SCATTER,
+    PERF_BROADCAST,
+    PERF_REDUCE,
+    PERF_ALLTOALL,
+    PERF_BARRIER,
+    PERF_COLL_COUNT
+} perf_coll_t;
+
+/* -C all: every collective in turn, in the order above. */
+#define PERF_COLL_ALL ((int)PERF_COLL_COUNT)
+
+typedef struct {
+    const char *name;
+    int reduces;  /* takes an op */
+    int rooted;   /* takes a root */
+    int per_rank; /* count passed is bytes / esize / nranks */
+} perf_coll_info_t;
+
+typedef enum {
+    PERF_KIND_SIGNED,
+    PERF_KIND_UNSIGNED,
+    PERF_KIND_FLOAT, /* float32, float64 */
+    PERF_KIND_HALF,
+    PERF_KIND_BF16
+} perf_kind_t;
+
+typedef struct {
+    const char *name;  /* as -d spells it; also JSON "type" */
+    const char *label; /* as nccl-tests prints it in the table */
+    perf_kind_t kind;
+    size_t size;
+} perf_dtype_info_t;
+
+extern const perf_coll_info_t perf_colls[PERF_COLL_COUNT];
+extern const perf_dtype_info_t perf_dtypes[HCOMM_DTYPE_COUNT];
+extern const char *const perf_op_names[HCOMM_OP_COUNT];
+
+typedef struct {
+    int coll;                 /* perf_coll_t or PERF_COLL_ALL */
+    size_t minbytes, maxbytes;
+    size_t stepbytes;         /* 0: multiply by stepfactor instead */
+    size_t stepfactor;
+    int iters, warmup, check, root, inplace, json;
+    int run_hcomm, run_mpi;   /* --mpi-only / --hcomm-only clear one */
+    hcomm_dtype_t dtype;
+    hcomm_op_t op;
+} perf_opts_t;
+
+/* One size of one collective: what each rank passes and allocates, in
+ * elements, following nccl-tests (see make_layout in hcomm_perf.c). */
+typedef struct {
+    perf_coll_t coll;
+    hcomm_dtype_t dtype;
+    hcomm_op_t op;
+    int rank, nranks, root, inplace;
+    size_t count;      /* the count argument of the call */
+    size_t bytes;      /* the size reported: the larger of send and recv */
+    size_t send_elems; /* allocated send buffer; 0 when unused */
+    size_t recv_elems; /* allocated recv buffer (holds the input in place) */
+} perf_layout_t;
+
+/* Seeds of perf_data_fill: the check runs on data the timed runs never saw,
+ * so a stale buffer cannot pass for a result. */
+#define PERF_SEED_TIMING 0u
+#define PERF_SEED_CHECK 1u
+
+typedef struct {
+    int valid;         /* 0: n/a (unsupported, no MPI equivalent, ...) */
+    double time_us;    /* median over trials of the max over ranks */
+    double algbw, busbw; /* GB/s, 1e9 bytes */
+    long long wrong;   /* summed over ranks; -1: not checked */
+} perf_side_t;
+
+typedef struct {
+    perf_coll_t coll;
+    size_t bytes, count;
+    int root; /* -1 for collectives without one */
+    perf_side_t hc, mpi;
+} perf_row_t;
+
+typedef struct {
+    double busbw_sum[2]; /* [0] hcomm, [1] MPI */
+    int busbw_n[2];
+    long long wrong[2];
+    double *ratios;
+    size_t nratios, cap;
+} perf_summary_t;
+
+/* --- perf_report.c: data ------------------------------------------------ */
+
+/* Fills the input of this rank (send, or recv when in place) from a
+ * formula every rank can evaluate for every rank, and poisons the rest of
+ * recv. */
+void perf_data_fill(const perf_layout_t *l, unsigned seed, void *send,
+                    void *recv);
+/* Elements of recv that differ from the expected result on this rank. */
+long long perf_data_wrong(const perf_layout_t *l, unsigned seed,
+                          const void *recv);
+
+/* --- perf_report.c: output ---------------------------------------------- */
+
+double perf_busbw_factor(perf_coll_t coll, int nranks);
+/* Sets time, algbw and busbw from the time in microseconds. */
+void perf_side_set(perf_side_t *s, const perf_row_t *row, int nranks,
+                   double time_us, long long wrong);
+
+void perf_print_env(int nranks, const char *mpi_library);
+/* mpi_na: why the MPI columns are n/a for the whole table, or NULL. */
+void perf_print_header(const perf_opts_t *o, perf_coll_t coll, int nranks,
+                       const char *mpi_na);
+void perf_print_row(const perf_opts_t *o, const perf_row_t *row,
+                    int nranks);
+void perf_summary_add(perf_summary_t *s, const perf_row_t *row);
+void perf_print_summary(const perf_opts_t *o, perf_summary_t *s);
+void perf_summary_free(perf_summary_t *s);
+
+#endif /* HCOMM_PERF_H */

@@ -1,0 +1,285 @@
+/* Entry points: argument checks, algorithm choice, plan, run. */
+#include "coll/select.h"
+#include "core/config.h"
+#include "core/context.h"
+#include "core/log.h"
+#include "core/request.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+    hcomm_coll_t coll;
+    const void *sendbuf;
+    void *recvbuf;
+    size_t count;
+    hcomm_dtype_t dtype;
+    hcomm_op_t op;
+    int root; /* rooted collectives; the peer of send/recv */
+    int tag;  /* send/recv */
+} call_t;
+
+static int reduces(hcomm_coll_t coll) {
+    return coll == HCOMM_COLL_ALLREDUCE || coll == HCOMM_COLL_REDUCE_SCATTER ||
+           coll == HCOMM_COLL_REDUCE;
+}
+
+static hcomm_status_t check_call(const call_t *k, const hcomm_comm_impl_t *c) {
+    const char *name = hcomm_coll_name(k->coll);
+    size_t esize = hcomm_dtype_size(k->dtype);
+    if (esize == 0)
+        return hcomm_error(HCOMM_ERR_INVALID_DTYPE,
+                           "%s: unknown data type %d", name, (int)k->dtype);
+    if (reduces(k->coll) && (unsigned)k->op >= HCOMM_OP_COUNT)
+        return hcomm_error(HCOMM_ERR_INVALID_OP, "%s: unknown operation %d",
+                           name, (int)k->op);
+    /* Every buffer holds at most size * count elements; offsets inside
+     * plans must not wrap either. */
+    if (k->count > SIZE_MAX / esize / (size_t)c->size / 2)
+        return hcomm_error(HCOMM_ERR_OVERFLOW,
+                           "%s: %zu elements of %zu bytes overflow", name,
+                           k->count, esize);
+    int rooted = k->coll == HCOMM_COLL_BCAST || k->coll == HCOMM_COLL_REDUCE ||
+                 k->coll == HCOMM_COLL_GATHER || k->coll == HCOMM_COLL_SCATTER;
+    int p2p = k->coll == HCOMM_COLL_SEND || k->coll == HCOMM_COLL_RECV;
+    if ((rooted || p2p) && (k->root < 0 || k->root >= c->size))
+        return hcomm_error(HCOMM_ERR_INVALID_ARG,
+                           "%s: %s %d is out of range (communicator of %d)",
+                           name, p2p ? "peer" : "root", k->root, c->size);
+    if (p2p && (k->tag < 0 || k->tag > HCOMM_TAG_MAX))
+        return hcomm_error(HCOMM_ERR_INVALID_ARG,
+                           "%s: tag %d is out of range 0..%d", name, k->tag,
+                           HCOMM_TAG_MAX);
+    /* Which buffers this rank reads or writes. */
+    int is_root = c->rank == k->root;
+    int needs_send = k->coll != HCOMM_COLL_RECV &&
+                     k->coll != HCOMM_COLL_BARRIER &&
+                     !(k->coll == HCOMM_COLL_SCATTER && !is_root);
+    int needs_recv = k->coll != HCOMM_COLL_SEND &&
+                     k->coll != HCOMM_COLL_BARRIER &&
+                     !((k->coll == HCOMM_COLL_REDUCE ||
+                        k->coll == HCOMM_COLL_GATHER) &&
+                       !is_root);
+    if (k->count > 0 && ((needs_send && !k->sendbuf) ||
+                         (needs_recv && !k->recvbuf)))
+        return hcomm_error(HCOMM_ERR_INVALID_ARG,
+                           "%s: %s buffer is NULL with count %zu", name,
+                           needs_send && !k->sendbuf ? "send" : "receive",
+                           k->count);
+    return HCOMM_SUCCESS;
+}
+
+static hcomm_status_t run(const call_t *k, hcomm_comm_t comm,
+                          hcomm_request_t *out) {
+    hcomm_comm_impl_t *c;
+    hcomm_status_t st;
+    if (!hcomm_is_initialized())
+        return hcomm_error(HCOMM_ERR_NOT_INITIALIZED,
+                           "%s before hcomm_init", hcomm_coll_name(k->coll));
+    if (out) *out = HCOMM_REQUEST_NULL;
+    if ((st = hcomm_comm_lookup(comm, &c)) != HCOMM_SUCCESS) return st;
+    if (c->broken)
+        return hcomm_error(c->broken,
+                           "communicator %u failed earlier (%s); free it",
+                           (unsigned)c->id, hcomm_strerror(c->broken));
+    if ((st = check_call(k, c)) != HCOMM_SUCCESS) return st;
+    int p2p = k->coll == HCOMM_COLL_SEND || k->coll == HCOMM_COLL_RECV;
+
+    size_t esize = hcomm_dtype_size(k->dtype);
+    const hcomm_algo_t *algo = hcomm_select(k->coll, k->count * esize, c->size);
+    if (!algo)
+        return hcomm_error(HCOMM_ERR_UNSUPPORTED, "%s is not implemented yet",
+                           hcomm_coll_name(k->coll));
+    hcomm_plan_args_t pa = {
+        .coll = k->coll,
+        .rank = c->rank,
+        .size = c->size,
+        .root = k->root,
+        .count = k->count,
+        .esize = esize,
+        .inplace = k->sendbuf == k->recvbuf,
+        .scale = reduces(k->coll) && k->op == HCOMM_AVG,
+        .chunk_bytes = (size_t)hcomm_cfg_int(HCOMM_CFG_CHUNK_SIZE)};
+    const hcomm_plan_t *plan;
+    if ((st = hcomm_comm_plan_get(c, algo, &pa, &plan)) != HCOMM_SUCCESS)
+        return st;
+    hcomm_exec_args_t ea = {.plan = plan,
+                            .tp = c->tp,
+                            .pool = &hcomm_ctx.pool,
+                            .sendbuf = k->sendbuf,
+                            .recvbuf = k->recvbuf,
+                            .dtype = k->dtype,
+                            .op = k->op,
+                            .divisor = c->size,
+                            .tag_kind = p2p ? HCOMM_TAG_P2P : HCOMM_TAG_COLL,
+                            .seq = p2p ? (uint32_t)k->tag : c->seq++};
+
+    struct hcomm_request on_stack, *req = &on_stack;
+    if (out && !(req = malloc(sizeof(*req)))) {
+        hcomm_comm_plan_put(c, plan);
+        return hcomm_error(HCOMM_ERR_NO_MEMORY, "no memory for a request");
+    }
+    st = hcomm_request_start(req, c, k->coll, plan, &ea);
+    if (st != HCOMM_SUCCESS) {
+        hcomm_comm_plan_put(c, plan);
+        if (out) free(req);
+        return st;
+    }
+    if (!out) return hcomm_request_complete(req);
+    *out = req;
+    return HCOMM_SUCCESS;
+}
+
+#define CALL(coll, sbuf, rbuf, count, dtype, op, root, tag)                   \
+    (call_t){coll, sbuf, rbuf, count, dtype, op, root, tag}
+#define NONBLOCKING(k, comm, request)                                          \
+    ((request) ? run(&(k), comm, request)                                      \
+               : hcomm_error(HCOMM_ERR_INVALID_ARG, "request pointer is NULL"))
+
+hcomm_status_t hcomm_allreduce(const void *sendbuf, void *recvbuf, size_t count,
+                               hcomm_dtype_t dtype, hcomm_op_t op,
+                               hcomm_comm_t comm) {
+    call_t k = CALL(HCOMM_COLL_ALLREDUCE, sendbuf, recvbuf, count, dtype, op, 0, 0);
+    return run(&k, comm, NULL);
+}
+
+hcomm_status_t hcomm_iallreduce(const void *sendbuf, void *recvbuf,
+                                size_t count, hcomm_dtype_t dtype,
+                                hcomm_op_t op, hcomm_comm_t comm,
+                                hcomm_request_t *request) {
+    call_t k = CALL(HCOMM_COLL_ALLREDUCE, sendbuf, recvbuf, count, dtype, op, 0, 0);
+    return NONBLOCKING(k, comm, request);
+}
+
+hcomm_status_t hcomm_allgather(const void *sendbuf, void *recvbuf, size_t count,
+                               hcomm_dtype_t dtype, hcomm_comm_t comm) {
+    call_t k = CALL(HCOMM_COLL_ALLGATHER, sendbuf, recvbuf, count, dtype, HCOMM_SUM, 0, 0);
+    return run(&k, comm, NULL);
+}
+
+hcomm_status_t hcomm_iallgather(const void *sendbuf, void *recvbuf,
+                                size_t count, hcomm_dtype_t dtype,
+                                hcomm_comm_t comm, hcomm_request_t *request) {
+    call_t k = CALL(HCOMM_COLL_ALLGATHER, sendbuf, recvbuf, count, dtype, HCOMM_SUM, 0, 0);
+    return NONBLOCKING(k, comm, request);
+}
+
+hcomm_status_t hcomm_reduce_scatter(const void *sendbuf, void *recvbuf,
+                                    size_t count, hcomm_dtype_t dtype,
+                                    hcomm_op_t op, hcomm_comm_t comm) {
+    call_t k =
+        CALL(HCOMM_COLL_REDUCE_SCATTER, sendbuf, recvbuf, count, dtype, op, 0, 0);
+    return run(&k, comm, NULL);
+}
+
+hcomm_status_t hcomm_ireduce_scatter(const void *sendbuf, void *recvbuf,
+                                     size_t count, hcomm_dtype_t dtype,
+                                     hcomm_op_t op, hcomm_comm_t comm,
+                                     hcomm_request_t *request) {
+    call_t k =
+        CALL(HCOMM_COLL_REDUCE_SCATTER, sendbuf, recvbuf, count, dtype, op, 0, 0);
+    return NONBLOCKING(k, comm, request);
+}
+
+hcomm_status_t hcomm_broadcast(void *buf, size_t count, hcomm_dtype_t dtype,
+                               int root, hcomm_comm_t comm) {
+    call_t k = CALL(HCOMM_COLL_BCAST, buf, buf, count, dtype, HCOMM_SUM, root, 0);
+    return run(&k, comm, NULL);
+}
+
+hcomm_status_t hcomm_ibroadcast(void *buf, size_t count, hcomm_dtype_t dtype,
+                                int root, hcomm_comm_t comm,
+                                hcomm_request_t *request) {
+    call_t k = CALL(HCOMM_COLL_BCAST, buf, buf, count, dtype, HCOMM_SUM, root, 0);
+    return NONBLOCKING(k, comm, request);
+}
+
+hcomm_status_t hcomm_reduce(const void *sendbuf, void *recvbuf, size_t count,
+                            hcomm_dtype_t dtype, hcomm_op_t op, int root,
+                            hcomm_comm_t comm) {
+    call_t k = CALL(HCOMM_COLL_REDUCE, sendbuf, recvbuf, count, dtype, op, root, 0);
+    return run(&k, comm, NULL);
+}
+
+hcomm_status_t hcomm_ireduce(const void *sendbuf, void *recvbuf, size_t count,
+                             hcomm_dtype_t dtype, hcomm_op_t op, int root,
+                             hcomm_comm_t comm, hcomm_request_t *request) {
+    call_t k = CALL(HCOMM_COLL_REDUCE, sendbuf, recvbuf, count, dtype, op, root, 0);
+    return NONBLOCKING(k, comm, request);
+}
+
+hcomm_status_t hcomm_alltoall(const void *sendbuf, void *recvbuf, size_t count,
+                              hcomm_dtype_t dtype, hcomm_comm_t comm) {
+    call_t k = CALL(HCOMM_COLL_ALLTOALL, sendbuf, recvbuf, count, dtype, HCOMM_SUM, 0, 0);
+    return run(&k, comm, NULL);
+}
+
+hcomm_status_t hcomm_ialltoall(const void *sendbuf, void *recvbuf,
+                               size_t count, hcomm_dtype_t dtype,
+                               hcomm_comm_t comm, hcomm_request_t *request) {
+    call_t k = CALL(HCOMM_COLL_ALLTOALL, sendbuf, recvbuf, count, dtype, HCOMM_SUM, 0, 0);
+    return NONBLOCKING(k, comm, request);
+}
+
+hcomm_status_t hcomm_gather(const void *sendbuf, void *recvbuf, size_t count,
+                            hcomm_dtype_t dtype, int root, hcomm_comm_t comm) {
+    call_t k = CALL(HCOMM_COLL_GATHER, sendbuf, recvbuf, count, dtype, HCOMM_SUM, root, 0);
+    return run(&k, comm, NULL);
+}
+
+hcomm_status_t hcomm_igather(const void *sendbuf, void *recvbuf, size_t count,
+                             hcomm_dtype_t dtype, int root, hcomm_comm_t comm,
+                             hcomm_request_t *request) {
+    call_t k = CALL(HCOMM_COLL_GATHER, sendbuf, recvbuf, count, dtype, HCOMM_SUM, root, 0);
+    return NONBLOCKING(k, comm, request);
+}
+
+hcomm_status_t hcomm_scatter(const void *sendbuf, void *recvbuf, size_t count,
+                             hcomm_dtype_t dtype, int root, hcomm_comm_t comm) {
+    call_t k = CALL(HCOMM_COLL_SCATTER, sendbuf, recvbuf, count, dtype, HCOMM_SUM, root, 0);
+    return run(&k, comm, NULL);
+}
+
+hcomm_status_t hcomm_iscatter(const void *sendbuf, void *recvbuf, size_t count,
+                              hcomm_dtype_t dtype, int root, hcomm_comm_t comm,
+                              hcomm_request_t *request) {
+    call_t k = CALL(HCOMM_COLL_SCATTER, sendbuf, recvbuf, count, dtype, HCOMM_SUM, root, 0);
+    return NONBLOCKING(k, comm, request);
+}
+
+hcomm_status_t hcomm_barrier(hcomm_comm_t comm) {
+    call_t k = CALL(HCOMM_COLL_BARRIER, NULL, NULL, 0, HCOMM_UINT8, HCOMM_SUM, 0, 0);
+    return run(&k, comm, NULL);
+}
+
+hcomm_status_t hcomm_ibarrier(hcomm_comm_t comm, hcomm_request_t *request) {
+    call_t k = CALL(HCOMM_COLL_BARRIER, NULL, NULL, 0, HCOMM_UINT8, HCOMM_SUM, 0, 0);
+    return NONBLOCKING(k, comm, request);
+}
+
+hcomm_status_t hcomm_send(const void *buf, size_t count, hcomm_dtype_t dtype,
+                          int peer, int tag, hcomm_comm_t comm) {
+    call_t k = CALL(HCOMM_COLL_SEND, buf, NULL, count, dtype, HCOMM_SUM, peer, tag);
+    return run(&k, comm, NULL);
+}
+
+hcomm_status_t hcomm_recv(void *buf, size_t count, hcomm_dtype_t dtype,
+                          int peer, int tag, hcomm_comm_t comm) {
+    call_t k = CALL(HCOMM_COLL_RECV, NULL, buf, count, dtype, HCOMM_SUM, peer, tag);
+    return run(&k, comm, NULL);
+}
+
+hcomm_status_t hcomm_isend(const void *buf, size_t count, hcomm_dtype_t dtype,
+                           int peer, int tag, hcomm_comm_t comm,
+                           hcomm_request_t *request) {
+    call_t k = CALL(HCOMM_COLL_SEND, buf, NULL, count, dtype, HCOMM_SUM, peer, tag);
+    return NONBLOCKING(k, comm, request);
+}
+
+hcomm_status_t hcomm_irecv(void *buf, size_t count, hcomm_dtype_t dtype,
+                           int peer, int tag, hcomm_comm_t comm,
+                           hcomm_request_t *request) {
+    call_t k = CALL(HCOMM_COLL_RECV, NULL, buf, count, dtype, HCOMM_SUM, peer, tag);
+    return NONBLOCKING(k, comm, request);
+}

@@ -1,0 +1,46 @@
+/* Plan fragments that several algorithms share. */
+#include "coll/algos.h"
+
+hcomm_status_t hcomm_plan_local_copy(const hcomm_plan_args_t *args,
+                                     hcomm_plan_t *plan) {
+    if (!args->inplace)
+        hcomm_plan_copy(plan, hcomm_ref(HCOMM_BUF_RECV, 0),
+                        hcomm_ref(HCOMM_BUF_SEND, 0), args->count, -1, -1);
+    return plan->oom ? HCOMM_ERR_NO_MEMORY : HCOMM_SUCCESS;
+}
+
+void hcomm_plan_exchange(hcomm_plan_t *plan, int peer, hcomm_ref_t src,
+                         size_t scount, hcomm_ref_t dst, size_t rcount,
+                         size_t chunk, uint16_t tag_base, int dep,
+                         int *send_idx, int *recv_idx) {
+    size_t most = scount > rcount ? scount : rcount;
+    size_t nchunks = (most + chunk - 1) / chunk;
+    for (size_t c = 0; c < nchunks; c++) {
+        size_t off = c * chunk;
+        size_t sn = off < scount ? (scount - off < chunk ? scount - off : chunk)
+                                 : 0;
+        size_t rn = off < rcount ? (rcount - off < chunk ? rcount - off : chunk)
+                                 : 0;
+        uint16_t tag = (uint16_t)(tag_base + c);
+        int r = hcomm_plan_recv(plan, peer, tag,
+                                hcomm_ref(dst.buf, dst.offset + off), rn, dep,
+                                -1);
+        int s = hcomm_plan_send(plan, peer, tag,
+                                hcomm_ref(src.buf, src.offset + off), sn, dep,
+                                -1);
+        if (send_idx) send_idx[c] = s;
+        if (recv_idx) recv_idx[c] = r;
+    }
+}
+
+hcomm_fold_t hcomm_fold(int n, int rank) {
+    hcomm_fold_t f;
+    f.p = 1;
+    while (f.p * 2 <= n) f.p *= 2;
+    f.extra = n - f.p;
+    if (rank < 2 * f.extra)
+        f.vrank = rank % 2 ? rank / 2 : -1;
+    else
+        f.vrank = rank - f.extra;
+    return f;
+}

@@ -1,0 +1,110 @@
+/* Choosing an algorithm per call. The thresholds come from hcomm_perf runs
+ * (see README, "Choosing algorithms"). */
+#include "coll/select.h"
+#include "core/log.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static const hcomm_algo_t *forced[HCOMM_COLL_COUNT];
+
+static void list_names(char *out, size_t len, int coll) {
+    size_t used = 0;
+    out[0] = '\0';
+    for (int i = 0; i < hcomm_nalgos; i++) {
+        if (coll >= 0 && hcomm_algos[i].coll != (hcomm_coll_t)coll) continue;
+        int dup = 0; /* a name several collectives share appears once */
+        for (int j = 0; j < i && coll < 0; j++)
+            dup |= strcmp(hcomm_algos[j].name, hcomm_algos[i].name) == 0;
+        if (dup) continue;
+        int w = snprintf(out + used, len - used, "%s%s", used ? ", " : "",
+                         hcomm_algos[i].name);
+        if (w < 0 || (size_t)w >= len - used) return;
+        used += (size_t)w;
+    }
+}
+
+static int coll_by_name(const char *name) {
+    for (int c = 0; c < HCOMM_COLL_COUNT; c++)
+        if (strcmp(hcomm_coll_name((hcomm_coll_t)c), name) == 0) return c;
+    if (strcmp(name, "broadcast") == 0) return HCOMM_COLL_BCAST;
+    return -1;
+}
+
+/* One item: "name" (every collective that has it) or "coll=name". */
+static hcomm_status_t parse_item(const char *item,
+                                 const hcomm_algo_t **table) {
+    char names[512];
+    const char *eq = strchr(item, '=');
+    if (!eq) {
+        int found = 0;
+        for (int i = 0; i < hcomm_nalgos; i++) {
+            if (strcmp(hcomm_algos[i].name, item) != 0) continue;
+            table[hcomm_algos[i].coll] = &hcomm_algos[i];
+            found = 1;
+        }
+        if (found) return HCOMM_SUCCESS;
+        list_names(names, sizeof(names), -1);
+        return hcomm_error(HCOMM_ERR_INVALID_ARG,
+                           "HCOMM_ALGO: unknown algorithm '%s'; valid: %s",
+                           item, names);
+    }
+    char coll_name[64];
+    size_t n = (size_t)(eq - item);
+    if (n >= sizeof(coll_name)) n = sizeof(coll_name) - 1;
+    memcpy(coll_name, item, n);
+    coll_name[n] = '\0';
+    int coll = coll_by_name(coll_name);
+    if (coll < 0)
+        return hcomm_error(HCOMM_ERR_INVALID_ARG,
+                           "HCOMM_ALGO: unknown collective '%s'; valid: "
+                           "allreduce, allgather, reduce_scatter, bcast, "
+                           "reduce, alltoall, barrier, gather, scatter",
+                           coll_name);
+    const hcomm_algo_t *a = hcomm_algo_find((hcomm_coll_t)coll, eq + 1);
+    if (!a) {
+        list_names(names, sizeof(names), coll);
+        return hcomm_error(HCOMM_ERR_INVALID_ARG,
+                           "HCOMM_ALGO: %s has no algorithm '%s'; valid: %s",
+                           coll_name, eq + 1, names[0] ? names : "(none)");
+    }
+    table[coll] = a;
+    return HCOMM_SUCCESS;
+}
+
+hcomm_status_t hcomm_select_configure(const char *spec) {
+    const hcomm_algo_t *table[HCOMM_COLL_COUNT] = {0};
+    char buf[512];
+    if (strlen(spec) >= sizeof(buf))
+        return hcomm_error(HCOMM_ERR_INVALID_ARG, "HCOMM_ALGO is too long");
+    strcpy(buf, spec);
+    char *save = NULL;
+    for (char *item = strtok_r(buf, ",", &save); item;
+         item = strtok_r(NULL, ",", &save)) {
+        hcomm_status_t st = parse_item(item, table);
+        if (st != HCOMM_SUCCESS) return st;
+    }
+    memcpy(forced, table, sizeof(forced));
+    return HCOMM_SUCCESS;
+}
+
+static const hcomm_algo_t *by_name(hcomm_coll_t coll, const char *name) {
+    return hcomm_algo_find(coll, name);
+}
+
+const hcomm_algo_t *hcomm_select(hcomm_coll_t coll, size_t bytes, int size) {
+    if (forced[coll]) return forced[coll];
+    switch (coll) {
+    case HCOMM_COLL_ALLREDUCE:
+        if (bytes <= 8192 || size == 1)
+            return by_name(coll, "recursive_doubling");
+        if (bytes <= (512u << 10) && size > 2)
+            return by_name(coll, "rabenseifner");
+        return by_name(coll, "ring");
+    default: {
+        for (int i = 0; i < hcomm_nalgos; i++)
+            if (hcomm_algos[i].coll == coll) return &hcomm_algos[i];
+        return NULL;
+    }
+    }
+}

@@ -1,0 +1,32 @@
+/* The in-process verifier: runs one algorithm's plans for N virtual ranks on
+ * real data, through the real executor and an in-memory transport that
+ * completes a send only when its receive is posted (so a plan that relies on
+ * buffering deadlocks here, as it would at scale), issuing ready steps in a
+ * random order (so a missing dependency shows). Used by the unit tests. */
+#ifndef HCOMM_COLL_VERIFY_H
+#define HCOMM_COLL_VERIFY_H
+
+#include "coll/plan.h"
+
+typedef struct {
+    const hcomm_algo_t *algo;
+    int size;
+    int root;
+    size_t count;
+    hcomm_dtype_t dtype;
+    hcomm_op_t op;
+    int inplace;
+    size_t chunk_bytes;
+    uint32_t seed;
+    /* per rank; for in place, recvbufs[r] is both (sendbufs ignored) */
+    void **sendbufs;
+    void **recvbufs;
+} hcomm_verify_args_t;
+
+/* Runs to completion. On failure returns an error and writes why to err
+ * (deadlock, unmatched messages, a plan writing the send buffer, ...).
+ * HCOMM_ERR_UNSUPPORTED when the algorithm declines the shape. */
+hcomm_status_t hcomm_verify_run(const hcomm_verify_args_t *args, char *err,
+                                size_t errlen);
+
+#endif

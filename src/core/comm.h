@@ -1,0 +1,50 @@
+/* Communicators: handles, creation (with a unique id agreed by all ranks),
+ * the plan cache and the collective sequence number. */
+#ifndef HCOMM_CORE_COMM_H
+#define HCOMM_CORE_COMM_H
+
+#include "coll/plan.h"
+#include "core/tp.h"
+
+#include <mpi.h>
+
+#define HCOMM_PLAN_CACHE_SIZE 16
+
+typedef struct {
+    const hcomm_algo_t *algo;
+    hcomm_plan_args_t args;
+    hcomm_plan_t plan;
+    int refs; /* requests running the plan */
+    uint64_t last_use;
+    int valid;
+} hcomm_plan_slot_t;
+
+typedef struct hcomm_comm_impl {
+    MPI_Comm mpi_comm; /* private duplicate: bootstrap and splits */
+    int rank, size;
+    uint16_t id;
+    uint32_t seq; /* next collective's sequence number */
+    hcomm_tp_t *tp;
+    hcomm_status_t broken; /* set after a timeout: later calls fail fast */
+    uint64_t uses;
+    int inflight; /* requests started and not yet completed */
+    hcomm_plan_slot_t plans[HCOMM_PLAN_CACHE_SIZE];
+    hcomm_comm_t handle;
+} hcomm_comm_impl_t;
+
+/* Resolves a handle; HCOMM_ERR_INVALID_COMM (with a message) for NULL,
+ * freed or made-up handles. */
+hcomm_status_t hcomm_comm_lookup(hcomm_comm_t handle, hcomm_comm_impl_t **out);
+
+/* A plan for args on this communicator, from the cache or built; release
+ * it with hcomm_comm_plan_put. */
+hcomm_status_t hcomm_comm_plan_get(hcomm_comm_impl_t *c,
+                                   const hcomm_algo_t *algo,
+                                   const hcomm_plan_args_t *args,
+                                   const hcomm_plan_t **plan);
+void hcomm_comm_plan_put(hcomm_comm_impl_t *c, const hcomm_plan_t *plan);
+
+/* Frees every communicator still alive (hcomm_finalize). */
+void hcomm_comm_free_all(void);
+
+#endif

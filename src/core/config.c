@@ -1,0 +1,260 @@
+/* The configuration table and its parser. */
+#include "core/config.h"
+#include "core/log.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+extern char **environ;
+
+typedef enum {
+    CFG_SIZE,   /* bytes, with K/M/G suffixes */
+    CFG_INT,    /* integer >= 0 */
+    CFG_DOUBLE, /* seconds */
+    CFG_CHOICE, /* one of a '|' separated list */
+    CFG_LEVEL,  /* log level name or number */
+    CFG_STRING  /* validated by its user */
+} cfg_type_t;
+
+typedef struct {
+    const char *name;
+    cfg_type_t type;
+    const char *default_value;
+    const char *choices; /* CFG_CHOICE */
+    const char *doc;
+} cfg_entry_t;
+
+/* Order matches hcomm_cfg_id_t. */
+static const cfg_entry_t table[HCOMM_CFG_COUNT] = {
+    {"HCOMM_DEBUG", CFG_LEVEL, "warn", NULL,
+     "Log level on stderr: none, error, warn, info, debug, trace (or 0-5)."},
+    {"HCOMM_TRANSPORT", CFG_CHOICE, "auto", "auto|ucx|mpi",
+     "Transport between processes: ucx, mpi (PMPI point-to-point), or auto "
+     "(UCX when it initialises, else MPI)."},
+    {"HCOMM_ALGO", CFG_STRING, "", NULL,
+     "Force algorithms: one name for every collective (`ring`) or a list "
+     "per collective (`allreduce=ring,bcast=binomial`). Empty: chosen by size "
+     "and rank count."},
+    {"HCOMM_CHUNK_SIZE", CFG_SIZE, "256K", NULL,
+     "Pipelining granularity of large messages, in bytes (K, M, G suffixes)."},
+    {"HCOMM_BUFFER_POOL_SIZE", CFG_SIZE, "256M", NULL,
+     "Most bytes of scratch memory kept cached for reuse; scratch beyond it "
+     "is allocated and freed per call."},
+    {"HCOMM_TIMEOUT", CFG_DOUBLE, "300", NULL,
+     "Seconds a collective may wait for its peers before it fails with "
+     "HCOMM_ERR_TIMEOUT, naming the operation and the peers it waited for."},
+    {"HCOMM_SPIN_COUNT", CFG_INT, "auto", NULL,
+     "Idle polls before a waiting rank yields the CPU on each poll; auto: "
+     "0 when a node has more ranks than cores, else 20000."},
+};
+
+typedef struct {
+    char text[512];
+    long long i;
+    double d;
+    hcomm_cfg_src_t src;
+} cfg_value_t;
+
+static cfg_value_t values[HCOMM_CFG_COUNT];
+
+static int parse_size(const char *s, long long *out) {
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (end == s || errno || s[0] == '-') return -1;
+    unsigned long long mult = 1;
+    switch (toupper((unsigned char)*end)) {
+    case 'K': mult = 1ull << 10; end++; break;
+    case 'M': mult = 1ull << 20; end++; break;
+    case 'G': mult = 1ull << 30; end++; break;
+    default: break;
+    }
+    if (toupper((unsigned char)*end) == 'B') end++;
+    if (*end != '\0' || v > (unsigned long long)LLONG_MAX / mult) return -1;
+    *out = (long long)(v * mult);
+    return 0;
+}
+
+static int parse_level(const char *s, long long *out) {
+    static const char *names[] = {"none", "error", "warn",
+                                  "info", "debug", "trace"};
+    for (int i = 0; i < 6; i++) {
+        if (strcasecmp(s, names[i]) == 0) {
+            *out = i;
+            return 0;
+        }
+    }
+    char *end;
+    long v = strtol(s, &end, 10);
+    if (end == s || *end || v < 0 || v > 5) return -1;
+    *out = v;
+    return 0;
+}
+
+static int in_choices(const char *choices, const char *s) {
+    size_t n = strlen(s);
+    for (const char *p = choices; *p;) {
+        const char *bar = strchr(p, '|');
+        size_t len = bar ? (size_t)(bar - p) : strlen(p);
+        if (len == n && strncmp(p, s, n) == 0) return 1;
+        p += len + (bar ? 1 : 0);
+    }
+    return 0;
+}
+
+static hcomm_status_t parse_value(int id, const char *s, hcomm_cfg_src_t src) {
+    const cfg_entry_t *e = &table[id];
+    cfg_value_t v = {.src = src};
+    if (strlen(s) >= sizeof(v.text))
+        return hcomm_error(HCOMM_ERR_INVALID_ARG, "%s: value too long",
+                           e->name);
+    strcpy(v.text, s);
+    int bad = 0;
+    switch (e->type) {
+    case CFG_SIZE: bad = parse_size(s, &v.i); break;
+    case CFG_INT:
+        if (strcmp(s, "auto") == 0) {
+            v.i = -1;
+        } else {
+            char *end;
+            errno = 0;
+            v.i = strtoll(s, &end, 10);
+            bad = end == s || *end || errno || v.i < 0;
+        }
+        break;
+    case CFG_DOUBLE: {
+        char *end;
+        v.d = strtod(s, &end);
+        bad = end == s || *end || !(v.d > 0);
+        break;
+    }
+    case CFG_CHOICE: bad = !in_choices(e->choices, s); break;
+    case CFG_LEVEL: bad = parse_level(s, &v.i); break;
+    case CFG_STRING: break;
+    }
+    if (bad) {
+        static const char *expect[] = {
+            "a size in bytes (e.g. 4096, 256K, 1M)", "an integer >= 0 or auto",
+            "a number > 0", NULL, "none|error|warn|info|debug|trace or 0-5",
+            NULL};
+        return hcomm_error(HCOMM_ERR_INVALID_ARG, "%s=%s: expected %s",
+                           e->name, s,
+                           e->type == CFG_CHOICE ? e->choices
+                                                 : expect[e->type]);
+    }
+    values[id] = v;
+    if (id == HCOMM_CFG_DEBUG) hcomm_log_level = (int)v.i;
+    return HCOMM_SUCCESS;
+}
+
+static int find(const char *name) {
+    for (int i = 0; i < HCOMM_CFG_COUNT; i++)
+        if (strcmp(table[i].name, name) == 0) return i;
+    return -1;
+}
+
+/* Levenshtein distance, for the typo warning. */
+static size_t edit_distance(const char *a, const char *b) {
+    size_t la = strlen(a), lb = strlen(b);
+    if (la > 64 || lb > 64) return (size_t)-1;
+    size_t row[65];
+    for (size_t j = 0; j <= lb; j++) row[j] = j;
+    for (size_t i = 1; i <= la; i++) {
+        size_t diag = row[0];
+        row[0] = i;
+        for (size_t j = 1; j <= lb; j++) {
+            size_t up = row[j];
+            size_t best = diag + (a[i - 1] != b[j - 1]);
+            if (row[j] + 1 < best) best = row[j] + 1;
+            if (row[j - 1] + 1 < best) best = row[j - 1] + 1;
+            row[j] = best;
+            diag = up;
+        }
+    }
+    return row[lb];
+}
+
+const char *hcomm_config_nearest(const char *name) {
+    const char *best = NULL;
+    size_t best_d = 5; /* farther than this is not a typo */
+    for (int i = 0; i < HCOMM_CFG_COUNT; i++) {
+        size_t d = edit_distance(name, table[i].name);
+        if (d < best_d) {
+            best_d = d;
+            best = table[i].name;
+        }
+    }
+    return best;
+}
+
+hcomm_status_t hcomm_config_load(void) {
+    for (int i = 0; i < HCOMM_CFG_COUNT; i++) {
+        hcomm_status_t st = parse_value(i, table[i].default_value,
+                                        HCOMM_CFG_SRC_DEFAULT);
+        if (st != HCOMM_SUCCESS) return st;
+    }
+    /* HCOMM_DEBUG first, so that the warnings below obey it. */
+    for (int i = 0; i < HCOMM_CFG_COUNT; i++) {
+        const char *env = getenv(table[i].name);
+        if (!env) continue;
+        hcomm_status_t st = parse_value(i, env, HCOMM_CFG_SRC_ENV);
+        if (st != HCOMM_SUCCESS) return st;
+    }
+    for (char **e = environ; e && *e; e++) {
+        if (strncmp(*e, "HCOMM_", 6) != 0) continue;
+        char name[128];
+        size_t len = strcspn(*e, "=");
+        if (len >= sizeof(name)) continue;
+        memcpy(name, *e, len);
+        name[len] = '\0';
+        if (find(name) >= 0 || strncmp(name, "HCOMM_TEST_", 11) == 0)
+            continue;
+        const char *near = hcomm_config_nearest(name);
+        if (near)
+            hcomm_warn("unknown variable %s: did you mean %s?", name, near);
+        else
+            hcomm_warn("unknown variable %s (hcomm_info lists them)", name);
+    }
+    return HCOMM_SUCCESS;
+}
+
+hcomm_status_t hcomm_config_set(const char *name, const char *value) {
+    int id = find(name);
+    if (id < 0) {
+        const char *near = hcomm_config_nearest(name);
+        return hcomm_error(HCOMM_ERR_INVALID_ARG, "unknown variable %s%s%s",
+                           name, near ? ": did you mean " : "",
+                           near ? near : "");
+    }
+    return parse_value(id, value, HCOMM_CFG_SRC_SET);
+}
+
+long long hcomm_cfg_int(hcomm_cfg_id_t id) {
+    return values[id].i;
+}
+
+double hcomm_cfg_double(hcomm_cfg_id_t id) {
+    return values[id].d;
+}
+
+const char *hcomm_cfg_str(hcomm_cfg_id_t id) {
+    return values[id].text;
+}
+
+void hcomm_config_print_markdown(FILE *out) {
+    fprintf(out, "| variable | default | meaning |\n| --- | --- | --- |\n");
+    for (int i = 0; i < HCOMM_CFG_COUNT; i++)
+        fprintf(out, "| `%s` | `%s` | %s |\n", table[i].name,
+                table[i].default_value[0] ? table[i].default_value : "\"\"",
+                table[i].doc);
+}
+
+void hcomm_config_print_values(FILE *out) {
+    static const char *src[] = {"default", "environment", "set"};
+    for (int i = 0; i < HCOMM_CFG_COUNT; i++)
+        fprintf(out, "%s=%s (%s)\n", table[i].name, values[i].text,
+                src[values[i].src]);
+}

@@ -1,0 +1,31 @@
+/* Process-wide state: set up by hcomm_init, torn down by hcomm_finalize. */
+#ifndef HCOMM_CORE_CONTEXT_H
+#define HCOMM_CORE_CONTEXT_H
+
+#include "core/pool.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+#define HCOMM_MAX_COMM_IDS 65536 /* ids fill 16 bits of the UCX tag */
+
+typedef struct {
+    atomic_int initialized; /* hcomm_init calls not yet finalized */
+    int own_mpi;            /* we called MPI_Init, so we finalize it */
+    int thread_multiple;
+    int ucx_ok; /* the UCX transport initialised */
+    long spin_count;
+    hcomm_pool_t pool;
+    pthread_mutex_t lock; /* comm ids, handle table, init/finalize */
+    uint8_t id_used[HCOMM_MAX_COMM_IDS / 8];
+} hcomm_context_t;
+
+extern hcomm_context_t hcomm_ctx;
+
+static inline int hcomm_is_initialized(void) {
+    return atomic_load_explicit(&hcomm_ctx.initialized,
+                                memory_order_acquire) > 0;
+}
+
+#endif

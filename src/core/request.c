@@ -1,0 +1,172 @@
+/* Running requests and the wait loop: progress, yield, timeout. */
+#include "core/request.h"
+#include "core/config.h"
+#include "core/context.h"
+#include "core/log.h"
+
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+/* Every request still running, so that whoever waits drives them all: a
+ * peer blocked in one collective may need this rank to advance another. */
+static pthread_mutex_t active_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct hcomm_request *active_head;
+static atomic_int active_count;
+
+static double now_seconds(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static void list_add(struct hcomm_request *req) {
+    pthread_mutex_lock(&active_lock);
+    req->prev = NULL;
+    req->next = active_head;
+    if (active_head) active_head->prev = req;
+    active_head = req;
+    req->active = 1;
+    req->comm->inflight++;
+    atomic_fetch_add(&active_count, 1);
+    pthread_mutex_unlock(&active_lock);
+}
+
+static void list_remove(struct hcomm_request *req) {
+    if (!req->active) return;
+    pthread_mutex_lock(&active_lock);
+    if (req->prev) req->prev->next = req->next;
+    else active_head = req->next;
+    if (req->next) req->next->prev = req->prev;
+    req->active = 0;
+    req->comm->inflight--;
+    atomic_fetch_sub(&active_count, 1);
+    pthread_mutex_unlock(&active_lock);
+}
+
+/* Progresses req unless another thread is doing so right now. */
+static void progress_one(struct hcomm_request *req) {
+    if (atomic_flag_test_and_set(&req->busy)) return;
+    if (req->status == HCOMM_ERR_IN_PROGRESS)
+        req->status = hcomm_exec_progress(&req->exec);
+    atomic_flag_clear(&req->busy);
+}
+
+static void progress_others(struct hcomm_request *self) {
+    if (pthread_mutex_trylock(&active_lock) != 0) return;
+    for (struct hcomm_request *r = active_head; r; r = r->next)
+        if (r != self) progress_one(r);
+    pthread_mutex_unlock(&active_lock);
+}
+
+hcomm_status_t hcomm_request_start(struct hcomm_request *req,
+                                   hcomm_comm_impl_t *comm, hcomm_coll_t coll,
+                                   const hcomm_plan_t *plan,
+                                   const hcomm_exec_args_t *args) {
+    req->comm = comm;
+    req->plan = plan;
+    req->coll = coll;
+    req->active = 0;
+    atomic_flag_clear(&req->busy);
+    hcomm_status_t st = hcomm_exec_start(&req->exec, args);
+    if (st != HCOMM_SUCCESS) return st;
+    req->status = hcomm_exec_progress(&req->exec);
+    if (req->status == HCOMM_ERR_IN_PROGRESS) list_add(req);
+    return HCOMM_SUCCESS;
+}
+
+static void release(struct hcomm_request *req) {
+    list_remove(req);
+    if (req->status == HCOMM_SUCCESS)
+        hcomm_exec_finish(&req->exec);
+    else
+        hcomm_exec_abort(&req->exec);
+    hcomm_comm_plan_put(req->comm, req->plan);
+}
+
+static hcomm_status_t timed_out(struct hcomm_request *req, double waited) {
+    char what[512];
+    hcomm_comm_impl_t *c = req->comm;
+    if (!hcomm_exec_describe_wait(&req->exec, what, sizeof(what)))
+        snprintf(what, sizeof(what), "local steps");
+    req->status = HCOMM_ERR_TIMEOUT;
+    c->broken = HCOMM_ERR_TIMEOUT;
+    return hcomm_error(HCOMM_ERR_TIMEOUT,
+                       "%s (sequence %u) on communicator %u, rank %d of %d, "
+                       "gave up after %.1f s waiting for: %s",
+                       hcomm_coll_name(req->coll), req->exec.seq,
+                       (unsigned)c->id, c->rank, c->size, waited, what);
+}
+
+hcomm_status_t hcomm_request_test(struct hcomm_request *req) {
+    progress_one(req);
+    if (req->status == HCOMM_ERR_IN_PROGRESS) {
+        if (atomic_load(&active_count) > 1) progress_others(req);
+        return HCOMM_ERR_IN_PROGRESS;
+    }
+    release(req);
+    return req->status;
+}
+
+hcomm_status_t hcomm_request_complete(struct hcomm_request *req) {
+    long spin = hcomm_ctx.spin_count;
+    double timeout = hcomm_cfg_double(HCOMM_CFG_TIMEOUT), start = 0;
+    for (unsigned long polls = 0;; polls++) {
+        progress_one(req);
+        if (req->status != HCOMM_ERR_IN_PROGRESS) break;
+        if (atomic_load(&active_count) > 1) progress_others(req);
+        if ((long)polls >= spin) sched_yield();
+        /* The clock is read rarely: it costs as much as a poll. */
+        if ((polls & 1023) == 0) {
+            double t = now_seconds();
+            if (polls == 0) start = t;
+            else if (t - start > timeout) {
+                timed_out(req, t - start);
+                break;
+            }
+        }
+    }
+    hcomm_status_t st = req->status;
+    release(req);
+    if (st != HCOMM_SUCCESS && st != HCOMM_ERR_TIMEOUT)
+        hcomm_error(st, "%s (sequence %u) failed on rank %d: %s",
+                    hcomm_coll_name(req->coll), req->exec.seq,
+                    req->comm->rank, hcomm_strerror(st));
+    return st;
+}
+
+hcomm_status_t hcomm_wait(hcomm_request_t *request) {
+    if (!request)
+        return hcomm_error(HCOMM_ERR_INVALID_ARG, "request pointer is NULL");
+    struct hcomm_request *req = *request;
+    if (!req) return HCOMM_SUCCESS;
+    hcomm_status_t st = hcomm_request_complete(req);
+    free(req);
+    *request = HCOMM_REQUEST_NULL;
+    return st;
+}
+
+hcomm_status_t hcomm_test(hcomm_request_t *request) {
+    if (!request)
+        return hcomm_error(HCOMM_ERR_INVALID_ARG, "request pointer is NULL");
+    struct hcomm_request *req = *request;
+    if (!req) return HCOMM_SUCCESS;
+    hcomm_status_t st = hcomm_request_test(req);
+    if (st == HCOMM_ERR_IN_PROGRESS) return st;
+    free(req);
+    *request = HCOMM_REQUEST_NULL;
+    return st;
+}
+
+hcomm_status_t hcomm_waitall(size_t n, hcomm_request_t *requests) {
+    hcomm_status_t first = HCOMM_SUCCESS;
+    if (n && !requests)
+        return hcomm_error(HCOMM_ERR_INVALID_ARG, "requests array is NULL");
+    for (size_t i = 0; i < n; i++) {
+        hcomm_status_t st = hcomm_wait(&requests[i]);
+        if (st != HCOMM_SUCCESS && first == HCOMM_SUCCESS) first = st;
+    }
+    return first;
+}

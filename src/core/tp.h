@@ -1,0 +1,56 @@
+/* The transport interface: what the executor needs to move bytes between the
+ * ranks of one communicator. Implemented by UCX (src/ucx_tp), MPI
+ * (src/compat_mpi/mpi_tp.c) and, for unit tests, an in-process loopback. */
+#ifndef HCOMM_CORE_TP_H
+#define HCOMM_CORE_TP_H
+
+#include "hcomm.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* What a message is, independent of how a transport encodes it. Every
+ * transport must keep messages of one (peer, tag) in posting order. */
+typedef enum { HCOMM_TAG_COLL = 0, HCOMM_TAG_P2P = 1 } hcomm_tag_kind_t;
+
+typedef struct {
+    uint8_t kind;  /* hcomm_tag_kind_t */
+    uint32_t seq;  /* collective sequence number on the communicator */
+    uint32_t step; /* message number inside one plan, or the user's tag */
+} hcomm_tag_t;
+
+/* One outstanding send or receive. The transport sets done (and status on
+ * failure) when it completes; the owner keeps it at a fixed address until
+ * then. */
+typedef struct hcomm_tp_req {
+    volatile int done;
+    hcomm_status_t status;
+    void *handle;          /* transport-private */
+    uint64_t handle_store; /* room for an MPI_Request */
+} hcomm_tp_req_t;
+
+struct hcomm_tp;
+
+typedef struct hcomm_tp_ops {
+    const char *name;
+    hcomm_status_t (*isend)(struct hcomm_tp *tp, int peer, const void *buf,
+                            size_t bytes, hcomm_tag_t tag, hcomm_tp_req_t *req);
+    hcomm_status_t (*irecv)(struct hcomm_tp *tp, int peer, void *buf,
+                            size_t bytes, hcomm_tag_t tag, hcomm_tp_req_t *req);
+    /* Moves things along; then req->done tells whether req has completed. */
+    void (*test)(struct hcomm_tp *tp, hcomm_tp_req_t *req);
+    /* Drives the transport without a particular request in mind. */
+    void (*progress)(struct hcomm_tp *tp);
+    /* Gives up on a request that will not complete (timeout, error). */
+    void (*cancel)(struct hcomm_tp *tp, hcomm_tp_req_t *req);
+    void (*destroy)(struct hcomm_tp *tp);
+} hcomm_tp_ops_t;
+
+/* One transport instance serves one communicator. */
+typedef struct hcomm_tp {
+    const hcomm_tp_ops_t *ops;
+    void *priv;
+    int rank, size;
+} hcomm_tp_t;
+
+#endif

@@ -1,0 +1,55 @@
+/* The UCX transport: tagged send/receive over one process-wide UCP worker.
+ *
+ * Lifetime:
+ *   hcomm_ucx_init()          once per process, after MPI is initialised
+ *   hcomm_ucx_tp_create()     collective over a communicator, any number
+ *   tp->ops->destroy(tp)      frees the per-communicator state only
+ *   hcomm_ucx_finalize()      after every tp has been destroyed; collective
+ *                             over MPI_COMM_WORLD while MPI is still up (see
+ *                             below)
+ *
+ * The tag layout is in ucx_tag.h. Endpoints are cached per MPI_COMM_WORLD
+ * rank, so any number of communicators over the same processes share one
+ * endpoint per peer.
+ */
+#ifndef HCOMM_UCX_TP_H
+#define HCOMM_UCX_TP_H
+
+#include "core/tp.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Creates the UCP context (UCP_FEATURE_TAG) and the worker (thread mode
+ * MULTI when thread_multiple, else SERIALIZED). Reads the usual UCX_*
+ * environment variables. A second call while initialised is a no-op. */
+hcomm_status_t hcomm_ucx_init(int thread_multiple);
+
+/* Closes the endpoints (flushing them), then - when MPI is initialised and
+ * not yet finalised - waits in a PMPI_Ibarrier on MPI_COMM_WORLD while
+ * progressing the worker, so that no process tears down its worker while a
+ * peer still flushes towards it; then destroys the worker and the context.
+ * Every process that called hcomm_ucx_init must call it (whether init
+ * succeeded or not), like MPI_Finalize. Destroy all transports first. */
+void hcomm_ucx_finalize(void);
+
+/* 1 after a successful hcomm_ucx_init, 0 otherwise. */
+int hcomm_ucx_available(void);
+
+/* Collective over comm (an intracommunicator of at most 2^20 ranks whose
+ * processes are all in MPI_COMM_WORLD). comm_id must be the same on every
+ * rank and distinct among the communicators alive at the same time (only
+ * its 16 bits exist in the tag). Every rank returns the same status. */
+hcomm_status_t hcomm_ucx_tp_create(MPI_Comm comm, uint16_t comm_id,
+                                   hcomm_tp_t **out);
+
+/* Number of endpoints in the process-wide cache (for tests). */
+int hcomm_ucx_num_endpoints(void);
+
+/* Writes UCX's description of the endpoint to peer (its lanes and the
+ * transports they use, ucp_ep_print_info) into buf, NUL-terminated and
+ * truncated to len. For diagnostics; not on any fast path. */
+hcomm_status_t hcomm_ucx_describe_ep(hcomm_tp_t *tp, int peer, char *buf,
+                                     size_t len);
+
+#endif

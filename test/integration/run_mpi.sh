@@ -1,0 +1,36 @@
+#!/bin/sh
+# Runs one MPI test program at several rank counts and on each transport.
+# Usage (from make check): run_mpi.sh SPEC, where SPEC is a .mpi file that
+# sets program=, ranks= and transports=.
+set -u
+spec=$1
+program= ranks="1 2 3 4 5" transports="ucx mpi"
+. "$spec"
+: "${MPIRUN:=mpirun}"
+: "${top_builddir:=.}"
+exe=$top_builddir/test/integration/$program
+
+launch_flags=
+if $MPIRUN --version 2>&1 | grep -q "Open MPI"; then
+    launch_flags="--oversubscribe --bind-to none"
+    # Root in containers and CI; ranks beyond the cores must yield.
+    export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+    export OMPI_MCA_mpi_yield_when_idle=1
+fi
+# A hang must fail the test, not the CI job.
+export HCOMM_TIMEOUT=${HCOMM_TIMEOUT:-60}
+
+passed=0 failed=0
+for t in $transports; do
+    for n in $ranks; do
+        echo "== $program: $n ranks, HCOMM_TRANSPORT=$t"
+        if HCOMM_TRANSPORT=$t timeout 600 $MPIRUN $launch_flags -np "$n" "$exe"; then
+            passed=$((passed + 1))
+        else
+            echo "FAILED: $program with $n ranks on $t"
+            failed=$((failed + 1))
+        fi
+    done
+done
+echo "$passed passed, $failed failed"
+test "$failed" -eq 0

@@ -1,0 +1,133 @@
+/* Bad input: each call returns a named error with a message, sends
+ * nothing, prints nothing on stdout, and leaves the communicator usable. A
+ * rank that stays away makes its peers time out with a message that names
+ * what they waited for. */
+#include "mpi_check.h"
+
+#include <mpi.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define EXPECT_ERR(want, call)                                                 \
+    do {                                                                       \
+        hcomm_status_t st_ = (call);                                           \
+        CHECK(st_ == (want), "%s -> %s, expected %s", #call,                   \
+              hcomm_strerror(st_), hcomm_strerror(want));                      \
+        CHECK(strlen(hcomm_last_error()) > 0, "%s left no message", #call);    \
+    } while (0)
+
+int main(int argc, char **argv) {
+    int rank, n;
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &n);
+    check_rank = rank;
+    float x[4] = {1, 2, 3, 4}, y[4];
+    hcomm_comm_t comm = HCOMM_COMM_NULL, freed;
+    hcomm_request_t req;
+
+    /* stdout goes to a file while the library runs, to prove it stays
+     * silent there. */
+    fflush(stdout);
+    int saved_stdout = dup(1);
+    FILE *capture = tmpfile();
+    dup2(fileno(capture), 1);
+
+    EXPECT_ERR(HCOMM_ERR_NOT_INITIALIZED,
+               hcomm_allreduce(x, y, 4, HCOMM_FLOAT32, HCOMM_SUM, comm));
+    EXPECT_ERR(HCOMM_ERR_NOT_INITIALIZED,
+               hcomm_comm_create(MPI_COMM_WORLD, &comm));
+    EXPECT_ERR(HCOMM_ERR_NOT_INITIALIZED, hcomm_finalize());
+
+    /* Short, so that the absent-rank case below ends quickly. */
+    setenv("HCOMM_TIMEOUT", "2", 1);
+    CHECK_OK(hcomm_init(&argc, &argv));
+    CHECK_OK(hcomm_init(&argc, &argv)); /* reference counted */
+    CHECK_OK(hcomm_comm_create(MPI_COMM_WORLD, &comm));
+    CHECK_OK(hcomm_comm_dup(comm, &freed));
+    CHECK_OK(hcomm_comm_free(&freed));
+
+    EXPECT_ERR(HCOMM_ERR_INVALID_ARG,
+               hcomm_allreduce(NULL, y, 4, HCOMM_FLOAT32, HCOMM_SUM, comm));
+    EXPECT_ERR(HCOMM_ERR_INVALID_ARG,
+               hcomm_allreduce(x, NULL, 4, HCOMM_FLOAT32, HCOMM_SUM, comm));
+    EXPECT_ERR(HCOMM_ERR_INVALID_DTYPE,
+               hcomm_allreduce(x, y, 4, (hcomm_dtype_t)99, HCOMM_SUM, comm));
+    EXPECT_ERR(HCOMM_ERR_INVALID_DTYPE,
+               hcomm_allreduce(x, y, 4, (hcomm_dtype_t)-1, HCOMM_SUM, comm));
+    EXPECT_ERR(HCOMM_ERR_INVALID_OP,
+               hcomm_allreduce(x, y, 4, HCOMM_FLOAT32, (hcomm_op_t)99, comm));
+    EXPECT_ERR(HCOMM_ERR_INVALID_COMM,
+               hcomm_allreduce(x, y, 4, HCOMM_FLOAT32, HCOMM_SUM,
+                               HCOMM_COMM_NULL));
+    /* freed was reset to NULL; a copy of the old handle must fail too. */
+    CHECK(freed == HCOMM_COMM_NULL, "free resets the handle");
+    hcomm_comm_t stale;
+    CHECK_OK(hcomm_comm_dup(comm, &stale));
+    hcomm_comm_t stale_copy = stale;
+    CHECK_OK(hcomm_comm_free(&stale));
+    EXPECT_ERR(HCOMM_ERR_INVALID_COMM,
+               hcomm_allreduce(x, y, 4, HCOMM_FLOAT32, HCOMM_SUM, stale_copy));
+    EXPECT_ERR(HCOMM_ERR_INVALID_COMM, hcomm_comm_free(&stale_copy));
+    EXPECT_ERR(HCOMM_ERR_INVALID_COMM,
+               hcomm_allreduce(x, y, 4, HCOMM_FLOAT32, HCOMM_SUM,
+                               (hcomm_comm_t)(uintptr_t)0x12345678));
+    EXPECT_ERR(HCOMM_ERR_OVERFLOW,
+               hcomm_allreduce(x, y, SIZE_MAX / 2, HCOMM_FLOAT32, HCOMM_SUM,
+                               comm));
+    EXPECT_ERR(HCOMM_ERR_OVERFLOW,
+               hcomm_allreduce(x, y, SIZE_MAX, HCOMM_UINT8, HCOMM_SUM, comm));
+    EXPECT_ERR(HCOMM_ERR_INVALID_ARG,
+               hcomm_iallreduce(x, y, 4, HCOMM_FLOAT32, HCOMM_SUM, comm, NULL));
+    EXPECT_ERR(HCOMM_ERR_INVALID_ARG, hcomm_comm_create(MPI_COMM_WORLD, NULL));
+    EXPECT_ERR(HCOMM_ERR_INVALID_COMM,
+               hcomm_comm_create(MPI_COMM_NULL, &stale));
+    EXPECT_ERR(HCOMM_ERR_INVALID_ARG, hcomm_wait(NULL));
+    req = HCOMM_REQUEST_NULL;
+    CHECK_OK(hcomm_wait(&req)); /* waiting on nothing succeeds */
+    CHECK(strcmp(hcomm_strerror(HCOMM_ERR_TIMEOUT), "timeout") == 0,
+          "strerror names the status");
+
+    /* Zero elements: a no-op, NULL buffers allowed. */
+    CHECK_OK(hcomm_allreduce(NULL, NULL, 0, HCOMM_FLOAT32, HCOMM_SUM, comm));
+
+    /* After all that, the communicator still works. */
+    CHECK_OK(hcomm_allreduce(x, y, 4, HCOMM_FLOAT32, HCOMM_SUM, comm));
+    CHECK(y[0] == n && y[3] == 4.0f * n, "allreduce after errors: %g %g",
+          y[0], y[3]);
+
+    /* A rank that does not come: the others time out and say for whom. */
+    if (n > 1) {
+        hcomm_comm_t victim;
+        int one = 1, got = 0;
+        CHECK_OK(hcomm_comm_dup(comm, &victim));
+        if (rank != 0) {
+            hcomm_status_t st =
+                hcomm_allreduce(&one, &got, 1, HCOMM_INT32, HCOMM_SUM, victim);
+            CHECK(st == HCOMM_ERR_TIMEOUT, "absent rank: %s",
+                  hcomm_strerror(st));
+            CHECK(strstr(hcomm_last_error(), "waiting for") != NULL,
+                  "timeout message names the wait: %s", hcomm_last_error());
+            st = hcomm_allreduce(&one, &got, 1, HCOMM_INT32, HCOMM_SUM, victim);
+            CHECK(st == HCOMM_ERR_TIMEOUT, "a failed communicator fails fast");
+        }
+        MPI_Barrier(MPI_COMM_WORLD);
+        CHECK_OK(hcomm_comm_free(&victim));
+    }
+
+    CHECK_OK(hcomm_comm_free(&comm));
+    CHECK_OK(hcomm_finalize());
+    CHECK_OK(hcomm_finalize());
+    EXPECT_ERR(HCOMM_ERR_NOT_INITIALIZED,
+               hcomm_allreduce(x, y, 4, HCOMM_FLOAT32, HCOMM_SUM, comm));
+
+    fflush(stdout);
+    long printed = ftell(capture);
+    dup2(saved_stdout, 1);
+    CHECK(printed == 0, "the library printed %ld bytes on stdout", printed);
+    int rc = check_summary("test_bad_input");
+    MPI_Finalize();
+    return rc;
+}
