@@ -115,6 +115,13 @@ static inline size_t hcomm_block_count(size_t count, int n, int i) {
     return count / (size_t)n + ((size_t)i < count % (size_t)n ? 1 : 0);
 }
 
+/* Elements the send and the receive buffer of one rank hold (the
+ * conventions of hcomm.h: count per rank block where there are blocks). */
+size_t hcomm_coll_send_count(hcomm_coll_t coll, int size, int rank, int root,
+                             size_t count);
+size_t hcomm_coll_recv_count(hcomm_coll_t coll, int size, int rank, int root,
+                             size_t count);
+
 /* An algorithm: builds the plan for one rank. Returns HCOMM_SUCCESS,
  * HCOMM_ERR_NO_MEMORY, or HCOMM_ERR_UNSUPPORTED for shapes it cannot do. */
 typedef hcomm_status_t (*hcomm_plan_builder_t)(const hcomm_plan_args_t *args,

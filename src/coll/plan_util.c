@@ -44,3 +44,28 @@ hcomm_fold_t hcomm_fold(int n, int rank) {
         f.vrank = rank - f.extra;
     return f;
 }
+
+size_t hcomm_coll_send_count(hcomm_coll_t coll, int size, int rank, int root,
+                             size_t count) {
+    switch (coll) {
+    case HCOMM_COLL_REDUCE_SCATTER:
+    case HCOMM_COLL_ALLTOALL: return (size_t)size * count;
+    case HCOMM_COLL_SCATTER: return rank == root ? (size_t)size * count : 0;
+    case HCOMM_COLL_BARRIER:
+    case HCOMM_COLL_RECV: return 0;
+    default: return count;
+    }
+}
+
+size_t hcomm_coll_recv_count(hcomm_coll_t coll, int size, int rank, int root,
+                             size_t count) {
+    switch (coll) {
+    case HCOMM_COLL_ALLGATHER:
+    case HCOMM_COLL_ALLTOALL: return (size_t)size * count;
+    case HCOMM_COLL_GATHER: return rank == root ? (size_t)size * count : 0;
+    case HCOMM_COLL_REDUCE: return rank == root ? count : 0;
+    case HCOMM_COLL_BARRIER:
+    case HCOMM_COLL_SEND: return 0;
+    default: return count;
+    }
+}

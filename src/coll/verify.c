@@ -198,7 +198,7 @@ static hcomm_status_t build_all(verify_state_t *v, const hcomm_verify_args_t *a,
             .plan = &v->plans[r],
             .tp = &v->ranks[r].tp,
             .pool = scratch_pool(),
-            .sendbuf = a->inplace ? a->recvbufs[r] : a->sendbufs[r],
+            .sendbuf = a->sendbufs[r],
             .recvbuf = a->recvbufs[r],
             .dtype = a->dtype,
             .op = a->op,
@@ -259,11 +259,6 @@ hcomm_status_t hcomm_verify_run(const hcomm_verify_args_t *a, char *err,
                                 size_t errlen) {
     int n = a->size;
     size_t esize = hcomm_dtype_size(a->dtype);
-    size_t send_bytes = a->count * esize *
-                        (a->algo->coll == HCOMM_COLL_REDUCE_SCATTER ||
-                                 a->algo->coll == HCOMM_COLL_ALLTOALL
-                             ? (size_t)n
-                             : 1);
     verify_state_t v;
     memset(&v, 0, sizeof(v));
     hcomm_status_t st = HCOMM_ERR_NO_MEMORY;
@@ -281,6 +276,9 @@ hcomm_status_t hcomm_verify_run(const hcomm_verify_args_t *a, char *err,
         goto out;
     if (!a->inplace) {
         for (int r = 0; r < n; r++) {
+            size_t send_bytes = esize * hcomm_coll_send_count(
+                                            a->algo->coll, n, r, a->root,
+                                            a->count);
             if (!a->sendbufs[r] || !send_bytes) continue;
             if (!(v.send_copies[r] = malloc(send_bytes))) goto out;
             memcpy(v.send_copies[r], a->sendbufs[r], send_bytes);
@@ -289,6 +287,8 @@ hcomm_status_t hcomm_verify_run(const hcomm_verify_args_t *a, char *err,
     st = build_all(&v, a, err, errlen);
     if (st == HCOMM_SUCCESS) st = run_all(&v, n, err, errlen);
     for (int r = 0; st == HCOMM_SUCCESS && r < n; r++) {
+        size_t send_bytes = esize * hcomm_coll_send_count(a->algo->coll, n, r,
+                                                          a->root, a->count);
         if (v.send_copies[r] &&
             memcmp(v.send_copies[r], a->sendbufs[r], send_bytes) != 0) {
             snprintf(err, errlen, "rank %d's send buffer was written", r);

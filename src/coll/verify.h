@@ -18,7 +18,9 @@ typedef struct {
     int inplace;
     size_t chunk_bytes;
     uint32_t seed;
-    /* per rank; for in place, recvbufs[r] is both (sendbufs ignored) */
+    /* Per rank, as a user would pass them; for in place, pointers into one
+     * buffer as the collective's in-place convention says (hcomm.h), e.g.
+     * allreduce sendbufs[r] == recvbufs[r]. */
     void **sendbufs;
     void **recvbufs;
 } hcomm_verify_args_t;

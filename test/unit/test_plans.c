@@ -62,7 +62,7 @@ static void check_allreduce(const hcomm_algo_t *algo, int n, size_t count,
                              .inplace = inplace,
                              .chunk_bytes = chunk_bytes,
                              .seed = seed,
-                             .sendbufs = (void **)send,
+                             .sendbufs = (void **)(inplace ? recv : send),
                              .recvbufs = (void **)recv};
     char err[512];
     hcomm_status_t st = hcomm_verify_run(&a, err, sizeof(err));
