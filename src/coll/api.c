@@ -70,6 +70,41 @@ static hcomm_status_t check_call(const call_t *k, const hcomm_comm_impl_t *c) {
     return HCOMM_SUCCESS;
 }
 
+/* The in-place forms of hcomm.h: the same buffer, or this rank's block of
+ * the larger buffer given as the smaller one. */
+static int is_inplace(const call_t *k, const hcomm_comm_impl_t *c,
+                      size_t esize) {
+    const char *s = k->sendbuf, *r = k->recvbuf;
+    size_t block = k->count * esize;
+    switch (k->coll) {
+    case HCOMM_COLL_ALLGATHER: return s == r + (size_t)c->rank * block;
+    case HCOMM_COLL_GATHER:
+        return c->rank == k->root && s == r + (size_t)k->root * block;
+    case HCOMM_COLL_REDUCE_SCATTER: return r == s + (size_t)c->rank * block;
+    case HCOMM_COLL_SCATTER:
+        return c->rank == k->root && r == s + (size_t)k->root * block;
+    case HCOMM_COLL_BCAST: return 1;
+    default: return s == r;
+    }
+}
+
+/* Buffers that overlap other than in the in-place form would be read
+ * while written: refuse them before anything is sent. */
+static hcomm_status_t check_overlap(const call_t *k, const hcomm_comm_impl_t *c,
+                                    size_t esize, int inplace) {
+    if (inplace || k->coll == HCOMM_COLL_BCAST) return HCOMM_SUCCESS;
+    size_t sn = esize * hcomm_coll_send_count(k->coll, c->size, c->rank,
+                                              k->root, k->count);
+    size_t rn = esize * hcomm_coll_recv_count(k->coll, c->size, c->rank,
+                                              k->root, k->count);
+    uintptr_t s = (uintptr_t)k->sendbuf, r = (uintptr_t)k->recvbuf;
+    if (!sn || !rn || s + sn <= r || r + rn <= s) return HCOMM_SUCCESS;
+    return hcomm_error(HCOMM_ERR_INVALID_ARG,
+                       "%s: send and receive buffers overlap, but not in the "
+                       "in-place form (see hcomm.h)",
+                       hcomm_coll_name(k->coll));
+}
+
 static hcomm_status_t run(const call_t *k, hcomm_comm_t comm,
                           hcomm_request_t *out) {
     hcomm_comm_impl_t *c;
@@ -87,6 +122,8 @@ static hcomm_status_t run(const call_t *k, hcomm_comm_t comm,
     int p2p = k->coll == HCOMM_COLL_SEND || k->coll == HCOMM_COLL_RECV;
 
     size_t esize = hcomm_dtype_size(k->dtype);
+    int inplace = !p2p && is_inplace(k, c, esize);
+    if ((st = check_overlap(k, c, esize, inplace)) != HCOMM_SUCCESS) return st;
     const hcomm_algo_t *algo = hcomm_select(k->coll, k->count * esize, c->size);
     if (!algo)
         return hcomm_error(HCOMM_ERR_UNSUPPORTED, "%s is not implemented yet",
@@ -98,7 +135,7 @@ static hcomm_status_t run(const call_t *k, hcomm_comm_t comm,
         .root = k->root,
         .count = k->count,
         .esize = esize,
-        .inplace = k->sendbuf == k->recvbuf,
+        .inplace = inplace,
         .scale = reduces(k->coll) && k->op == HCOMM_AVG,
         .chunk_bytes = (size_t)hcomm_cfg_int(HCOMM_CFG_CHUNK_SIZE)};
     const hcomm_plan_t *plan;

@@ -8,7 +8,7 @@ program= ranks="1 2 3 4 5" transports="ucx mpi"
 . "$spec"
 : "${MPIRUN:=mpirun}"
 : "${top_builddir:=.}"
-exe=$top_builddir/test/integration/$program
+exe=$top_builddir/$program
 
 launch_flags=
 if $MPIRUN --version 2>&1 | grep -q "Open MPI"; then

@@ -1,0 +1,24 @@
+#!/bin/sh
+# Installs what HCOMM needs on Debian/Ubuntu (when missing), then configures
+# and builds it in ./build. Extra configure options: CONFIGURE_FLAGS.
+set -eu
+cd "$(dirname "$0")"
+packages="build-essential autoconf automake libtool pkg-config
+  openmpi-bin libopenmpi-dev libucx-dev libhwloc-dev libcmocka-dev"
+missing=
+for p in $packages; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" ||
+        missing="$missing $p"
+done
+if [ -n "$missing" ]; then
+    sudo=
+    [ "$(id -u)" -eq 0 ] || sudo=sudo
+    echo "bootstrap: installing$missing"
+    $sudo apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq $missing
+fi
+[ -x configure ] || ./autogen.sh
+mkdir -p build
+cd build
+[ -f Makefile ] || ../configure ${CONFIGURE_FLAGS:-}
+make -j"$(nproc)"
