@@ -70,7 +70,11 @@ static int step_ready(const hcomm_exec_t *ex, const hcomm_step_t *s) {
 static hcomm_status_t step_start(hcomm_exec_t *ex, uint32_t i) {
     const hcomm_step_t *s = &ex->plan->steps[i];
     size_t bytes = s->count * ex->esize;
-    hcomm_tag_t tag = {ex->kind, ex->seq, s->tag};
+    /* Point-to-point messages carry the user's tag where collectives carry
+     * the plan's message number: transports keep 16 bits of it. */
+    hcomm_tag_t tag = ex->kind == HCOMM_TAG_P2P
+                          ? (hcomm_tag_t){ex->kind, 0, ex->seq}
+                          : (hcomm_tag_t){ex->kind, ex->seq, s->tag};
     hcomm_status_t st;
     switch (s->kind) {
     case HCOMM_STEP_SEND:

@@ -26,7 +26,7 @@ typedef struct hcomm_tp_req {
     volatile int done;
     hcomm_status_t status;
     void *handle;          /* transport-private */
-    uint64_t handle_store; /* room for an MPI_Request */
+    uint64_t handle_store; /* transport-private (an MPI_Request, UCX state) */
 } hcomm_tp_req_t;
 
 struct hcomm_tp;
@@ -37,11 +37,15 @@ typedef struct hcomm_tp_ops {
                             size_t bytes, hcomm_tag_t tag, hcomm_tp_req_t *req);
     hcomm_status_t (*irecv)(struct hcomm_tp *tp, int peer, void *buf,
                             size_t bytes, hcomm_tag_t tag, hcomm_tp_req_t *req);
-    /* Moves things along; then req->done tells whether req has completed. */
+    /* Brings req up to date (after progress); then req->done tells whether
+     * it has completed. */
     void (*test)(struct hcomm_tp *tp, hcomm_tp_req_t *req);
-    /* Drives the transport without a particular request in mind. */
+    /* Drives the transport; the executor calls it once per pass. */
     void (*progress)(struct hcomm_tp *tp);
     /* Gives up on a request that will not complete (timeout, error). */
+    /* On return req->done is 1 and the transport never touches *req again
+     * (UCX may still read or write the buffer of a transfer it could not
+     * stop). */
     void (*cancel)(struct hcomm_tp *tp, hcomm_tp_req_t *req);
     void (*destroy)(struct hcomm_tp *tp);
 } hcomm_tp_ops_t;

@@ -30,6 +30,8 @@
 
 #define HCOMM_UCX_CANCEL_WAIT_NS 100000000LL /* 0.1 s */
 
+unsigned long hcomm_ucx_abandoned;
+
 static inline void ucx_req_finish(hcomm_tp_req_t *req, void *ucx_req,
                                   hcomm_status_t status) {
     uint64_t old = __atomic_fetch_or(
@@ -160,9 +162,11 @@ static hcomm_status_t ucx_irecv(hcomm_tp_t *tp, int peer, void *buf,
     return HCOMM_SUCCESS;
 }
 
+/* The executor progresses the worker once per pass, and the callbacks set
+ * done: nothing is left to do per request. */
 static void ucx_test(hcomm_tp_t *tp, hcomm_tp_req_t *req) {
+    (void)tp;
     (void)req;
-    ucp_worker_progress(((hcomm_ucx_comm_t *)tp->priv)->worker);
 }
 
 static void ucx_progress(hcomm_tp_t *tp) {
@@ -224,6 +228,7 @@ static void ucx_cancel(hcomm_tp_t *tp, hcomm_tp_req_t *req) {
     if (!__atomic_load_n(&req->done, __ATOMIC_ACQUIRE)) {
         hcomm_warn("ucx: abandoning a request that could not be cancelled; "
                    "its buffer may still be accessed until it ends");
+        __atomic_add_fetch(&hcomm_ucx_abandoned, 1, __ATOMIC_RELAXED);
         req->status = HCOMM_ERR_TRANSPORT;
         __atomic_store_n(&req->done, 1, __ATOMIC_RELEASE);
     }

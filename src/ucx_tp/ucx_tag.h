@@ -96,6 +96,10 @@ typedef struct hcomm_ucx_comm {
 #define HCOMM_UCX_RECV_ATTR_NO_IMM                                             \
     (HCOMM_UCX_RECV_ATTR_BASE | UCP_OP_ATTR_FLAG_NO_IMM_CMPL)
 
+/* Requests that cancel had to abandon to UCX still running (ucx_ops.c);
+ * finalize lets the worker settle longer when there are any. */
+extern unsigned long hcomm_ucx_abandoned;
+
 extern const hcomm_tp_ops_t hcomm_ucx_ops;
 /* Frees the per-communicator state; the endpoints stay in the cache. */
 void hcomm_ucx_tp_destroy(hcomm_tp_t *tp);

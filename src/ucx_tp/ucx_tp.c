@@ -9,6 +9,10 @@
 #include "ucx_tp/ucx_tag.h"
 #include "core/log.h"
 
+#include <stdarg.h>
+#include <stdio.h>
+#include <ucs/debug/log_def.h>
+
 #include <limits.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -16,14 +20,16 @@
 #include <time.h>
 
 #define HCOMM_UCX_CLOSE_TIMEOUT_NS 10000000000LL /* 10 s for all closes */
+#define HCOMM_UCX_QUIESCE_NS 1000000000LL        /* 1 s with abandoned ops */
 
 /* Process-wide state. lock guards all of it during init, finalize and
  * transport creation; the data path only reads worker and the endpoints,
  * which do not change while a transport exists. */
 static struct {
     pthread_mutex_t lock;
-    int init_called; /* hcomm_ucx_init was called: finalize must fence */
-    int available;   /* context, worker and address exist */
+    int init_called;     /* hcomm_ucx_init was called: finalize must fence */
+    int available;       /* context, worker and address exist */
+    int thread_multiple; /* the worker is UCS_THREAD_MODE_MULTI */
     ucp_context_h ctx;
     ucp_worker_h worker;
     ucp_address_t *addr;
@@ -119,6 +125,7 @@ static hcomm_status_t ucx_init_locked(int thread_multiple) {
     g.recv_attr = (major > 1 || (major == 1 && minor >= 16))
                       ? HCOMM_UCX_RECV_ATTR_IMM
                       : HCOMM_UCX_RECV_ATTR_NO_IMM;
+    g.thread_multiple = thread_multiple != 0;
     __atomic_store_n(&g.available, 1, __ATOMIC_RELEASE);
     hcomm_debug("ucx: UCX %u.%u.%u initialised, worker address %zu bytes, "
                 "thread mode %s",
@@ -135,12 +142,37 @@ err_ctx:
     return st;
 }
 
+/* UCX prints its own warnings on stdout by default. HCOMM never writes
+ * there, so while HCOMM holds UCX, UCX's messages go through HCOMM's log,
+ * on stderr, at the matching level. */
+static ucs_log_func_rc_t ucx_log_to_stderr(
+    const char *file, unsigned line, const char *function,
+    ucs_log_level_t level, const ucs_log_component_config_t *comp,
+    const char *message, va_list ap) {
+    (void)comp;
+    hcomm_log_level_t ours = level <= UCS_LOG_LEVEL_ERROR  ? HCOMM_LOG_ERROR
+                             : level == UCS_LOG_LEVEL_WARN ? HCOMM_LOG_WARN
+                             : level <= UCS_LOG_LEVEL_INFO ? HCOMM_LOG_INFO
+                                                           : HCOMM_LOG_DEBUG;
+    if ((int)ours <= hcomm_log_level) {
+        char text[512];
+        vsnprintf(text, sizeof(text), message, ap);
+        hcomm_log_write(ours, file, (int)line, "ucx %s: %s", function, text);
+    }
+    return UCS_LOG_FUNC_RC_STOP;
+}
+
 hcomm_status_t hcomm_ucx_init(int thread_multiple) {
     hcomm_status_t st = HCOMM_SUCCESS;
 
     pthread_mutex_lock(&g.lock);
+    if (!g.init_called) ucs_log_push_handler(ucx_log_to_stderr);
     g.init_called = 1;
-    if (!g.available) st = ucx_init_locked(thread_multiple);
+    if (!g.available)
+        st = ucx_init_locked(thread_multiple);
+    else if (thread_multiple && !g.thread_multiple)
+        st = hcomm_error(HCOMM_ERR_UNSUPPORTED,
+                         "ucx: already initialised without thread support");
     pthread_mutex_unlock(&g.lock);
     return st;
 }
@@ -169,6 +201,27 @@ static void ucx_wait_close(void *req, long long deadline) {
     if (us != UCS_OK)
         hcomm_warn("ucx: closing an endpoint: %s", ucs_status_string(us));
     ucp_request_free(req);
+}
+
+/* Progresses until the worker has been idle for a while (bounded), so that
+ * messages already on their way (e.g. the rendezvous acknowledgement for an
+ * abandoned send, see ucx_cancel) are handled before their endpoint closes:
+ * UCX 1.13 crashes on such a message after the close. */
+static void ucx_quiesce(void) {
+    unsigned long abandoned =
+        __atomic_load_n(&hcomm_ucx_abandoned, __ATOMIC_RELAXED);
+    long long deadline = now_ns() + (abandoned ? HCOMM_UCX_QUIESCE_NS
+                                               : HCOMM_UCX_QUIESCE_NS / 10);
+    unsigned idle = 0, i;
+
+    if (abandoned)
+        hcomm_warn("ucx: finalize: %lu requests were abandoned by cancel and "
+                   "may still be running",
+                   abandoned);
+    for (i = 1; idle < 1024; i++) {
+        idle = ucp_worker_progress(g.worker) ? 0 : idle + 1;
+        if ((i & 255) == 0 && now_ns() > deadline) break;
+    }
 }
 
 /* Flush-closes every cached endpoint, all in flight at once. */
@@ -226,7 +279,10 @@ void hcomm_ucx_finalize(void) {
         pthread_mutex_unlock(&g.lock);
         return;
     }
-    if (g.available) ucx_close_eps();
+    if (g.available) {
+        ucx_quiesce();
+        ucx_close_eps();
+    }
     ucx_fence();
     if (g.available) {
         __atomic_store_n(&g.available, 0, __ATOMIC_RELEASE);
@@ -242,6 +298,8 @@ void hcomm_ucx_finalize(void) {
     g.worker = NULL;
     g.ctx = NULL;
     g.init_called = 0;
+    g.thread_multiple = 0;
+    ucs_log_pop_handler();
     pthread_mutex_unlock(&g.lock);
 }
 
@@ -412,10 +470,10 @@ hcomm_status_t hcomm_ucx_tp_create(MPI_Comm comm, uint16_t comm_id,
     /* 2. room for every rank's address in a fixed-size slot */
     slot = (sizeof(uint32_t) + (size_t)vals[1] + 7) & ~(size_t)7;
     all = malloc(slot * (size_t)size);
-    vals[0] = all == NULL ? hcomm_error(HCOMM_ERR_NO_MEMORY,
-                                        "ucx: %zu bytes for addresses",
-                                        slot * (size_t)size)
-                          : HCOMM_SUCCESS;
+    vals[0] = (int)(all == NULL ? hcomm_error(HCOMM_ERR_NO_MEMORY,
+                                              "ucx: %zu bytes for addresses",
+                                              slot * (size_t)size)
+                                : HCOMM_SUCCESS);
     if ((st = ucx_agree(comm, vals, 1)) != HCOMM_SUCCESS) goto out;
 
     /* 3. exchange the worker addresses */
