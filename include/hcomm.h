@@ -14,8 +14,12 @@
  *    buffer holds size * count elements;
  *  - alltoall: count is the block each rank sends to each peer; both buffers
  *    hold size * count elements;
- *  - in place: pass the same pointer as send and receive buffer (allgather:
- *    sendbuf == recvbuf + rank * count also counts as in place).
+ *  - in place (NCCL's forms): allreduce, reduce (at the root) and alltoall:
+ *    sendbuf == recvbuf; allgather: sendbuf == recvbuf + rank * count;
+ *    reduce_scatter: recvbuf == sendbuf + rank * count; gather at the root:
+ *    sendbuf == recvbuf + root * count; scatter at the root:
+ *    recvbuf == sendbuf + root * count (offsets in elements). Buffers that
+ *    overlap in any other way are refused with HCOMM_ERR_INVALID_ARG.
  *
  * Collectives on one communicator must be called in the same order on every
  * rank. Calls on different communicators may come from different threads.

@@ -50,9 +50,22 @@ typedef struct {
 /* --- options ------------------------------------------------------------ */
 
 enum {
-    OPT_MINBYTES, OPT_MAXBYTES, OPT_STEPFACTOR, OPT_STEPBYTES, OPT_ITERS,
-    OPT_WARMUP, OPT_CHECK, OPT_DTYPE, OPT_OP, OPT_ROOT, OPT_INPLACE,
-    OPT_COLL, OPT_JSON, OPT_MPI_ONLY, OPT_HCOMM_ONLY, OPT_HELP
+    OPT_MINBYTES,
+    OPT_MAXBYTES,
+    OPT_STEPFACTOR,
+    OPT_STEPBYTES,
+    OPT_ITERS,
+    OPT_WARMUP,
+    OPT_CHECK,
+    OPT_DTYPE,
+    OPT_OP,
+    OPT_ROOT,
+    OPT_INPLACE,
+    OPT_COLL,
+    OPT_JSON,
+    OPT_MPI_ONLY,
+    OPT_HCOMM_ONLY,
+    OPT_HELP
 };
 
 typedef struct {
@@ -64,14 +77,21 @@ typedef struct {
 
 /* Long names are nccl-tests' where it has the option. */
 static const opt_spec_t opt_specs[] = {
-    {'b', "minbytes", 1, OPT_MINBYTES}, {'e', "maxbytes", 1, OPT_MAXBYTES},
+    {'b', "minbytes", 1, OPT_MINBYTES},
+    {'e', "maxbytes", 1, OPT_MAXBYTES},
     {'f', "stepfactor", 1, OPT_STEPFACTOR},
-    {'i', "stepbytes", 1, OPT_STEPBYTES}, {'n', "iters", 1, OPT_ITERS},
-    {'w', "warmup_iters", 1, OPT_WARMUP}, {'c', "check", 1, OPT_CHECK},
-    {'d', "datatype", 1, OPT_DTYPE}, {'o', "op", 1, OPT_OP},
-    {'r', "root", 1, OPT_ROOT}, {'I', "inplace", 0, OPT_INPLACE},
-    {'C', "collective", 1, OPT_COLL}, {0, "json", 0, OPT_JSON},
-    {0, "mpi-only", 0, OPT_MPI_ONLY}, {0, "hcomm-only", 0, OPT_HCOMM_ONLY},
+    {'i', "stepbytes", 1, OPT_STEPBYTES},
+    {'n', "iters", 1, OPT_ITERS},
+    {'w', "warmup_iters", 1, OPT_WARMUP},
+    {'c', "check", 1, OPT_CHECK},
+    {'d', "datatype", 1, OPT_DTYPE},
+    {'o', "op", 1, OPT_OP},
+    {'r', "root", 1, OPT_ROOT},
+    {'I', "inplace", 0, OPT_INPLACE},
+    {'C', "collective", 1, OPT_COLL},
+    {0, "json", 0, OPT_JSON},
+    {0, "mpi-only", 0, OPT_MPI_ONLY},
+    {0, "hcomm-only", 0, OPT_HCOMM_ONLY},
     {'h', "help", 0, OPT_HELP},
 };
 #define NSPECS (sizeof opt_specs / sizeof opt_specs[0])
@@ -82,20 +102,25 @@ typedef struct {
 } name_t;
 
 static const name_t coll_names[] = {
-    {"allreduce", PERF_ALLREDUCE}, {"allgather", PERF_ALLGATHER},
-    {"reduce_scatter", PERF_REDUCE_SCATTER}, {"broadcast", PERF_BROADCAST},
-    {"bcast", PERF_BROADCAST}, {"reduce", PERF_REDUCE},
-    {"alltoall", PERF_ALLTOALL}, {"barrier", PERF_BARRIER},
+    {"allreduce", PERF_ALLREDUCE},
+    {"allgather", PERF_ALLGATHER},
+    {"reduce_scatter", PERF_REDUCE_SCATTER},
+    {"broadcast", PERF_BROADCAST},
+    {"bcast", PERF_BROADCAST},
+    {"reduce", PERF_REDUCE},
+    {"alltoall", PERF_ALLTOALL},
+    {"barrier", PERF_BARRIER},
     {"all", PERF_COLL_ALL},
 };
 
 static const name_t dtype_names[] = {
-    {"int8", HCOMM_INT8}, {"uint8", HCOMM_UINT8}, {"int32", HCOMM_INT32},
-    {"uint32", HCOMM_UINT32}, {"int64", HCOMM_INT64},
-    {"uint64", HCOMM_UINT64}, {"float16", HCOMM_FLOAT16},
-    {"half", HCOMM_FLOAT16}, {"bfloat16", HCOMM_BFLOAT16},
-    {"float32", HCOMM_FLOAT32}, {"float", HCOMM_FLOAT32},
-    {"float64", HCOMM_FLOAT64}, {"double", HCOMM_FLOAT64},
+    {"int8", HCOMM_INT8},         {"uint8", HCOMM_UINT8},
+    {"int32", HCOMM_INT32},       {"uint32", HCOMM_UINT32},
+    {"int64", HCOMM_INT64},       {"uint64", HCOMM_UINT64},
+    {"float16", HCOMM_FLOAT16},   {"half", HCOMM_FLOAT16},
+    {"bfloat16", HCOMM_BFLOAT16}, {"float32", HCOMM_FLOAT32},
+    {"float", HCOMM_FLOAT32},     {"float64", HCOMM_FLOAT64},
+    {"double", HCOMM_FLOAT64},
 };
 
 static const name_t op_names[] = {
@@ -103,10 +128,10 @@ static const name_t op_names[] = {
     {"min", HCOMM_MIN}, {"avg", HCOMM_AVG},
 };
 
-#define LOOKUP(table, s, out) lookup(table, sizeof table / sizeof *table, s, out)
+#define LOOKUP(table, s, out)                                                  \
+    lookup(table, sizeof table / sizeof *table, s, out)
 
-static int lookup(const name_t *t, size_t n, const char *s, int *out)
-{
+static int lookup(const name_t *t, size_t n, const char *s, int *out) {
     for (size_t i = 0; i < n; i++) {
         if (strcmp(t[i].name, s) == 0) {
             *out = t[i].value;
@@ -116,8 +141,7 @@ static int lookup(const name_t *t, size_t n, const char *s, int *out)
     return -1;
 }
 
-static void print_usage(FILE *f)
-{
+static void print_usage(FILE *f) {
     fputs(
         "Usage: hcomm_perf [COLLECTIVE] [options]\n"
         "Times a collective in HCOMM and in MPI, in one run, on the same "
@@ -158,41 +182,47 @@ static void print_usage(FILE *f)
 
 /* "64M" and the like; a bare number is bytes. Rejects signs, which strtoull
  * would accept and negate. */
-static int parse_size(const char *s, size_t *out)
-{
+static int parse_size(const char *s, size_t *out) {
     char *end;
     unsigned shift = 0;
-    if (*s < '0' || *s > '9')
-        return -1;
+    if (*s < '0' || *s > '9') return -1;
     errno = 0;
     const unsigned long long v = strtoull(s, &end, 10);
-    if (errno != 0)
-        return -1;
+    if (errno != 0) return -1;
     switch (*end) {
-    case 'k': case 'K': shift = 10; end++; break;
-    case 'm': case 'M': shift = 20; end++; break;
-    case 'g': case 'G': shift = 30; end++; break;
-    default: break;
+    case 'k':
+    case 'K':
+        shift = 10;
+        end++;
+        break;
+    case 'm':
+    case 'M':
+        shift = 20;
+        end++;
+        break;
+    case 'g':
+    case 'G':
+        shift = 30;
+        end++;
+        break;
+    default:
+        break;
     }
-    if (*end != '\0' || v > (SIZE_MAX >> shift))
-        return -1;
+    if (*end != '\0' || v > (SIZE_MAX >> shift)) return -1;
     *out = (size_t)v << shift;
     return 0;
 }
 
-static int parse_int(const char *s, long lo, long hi, int *out)
-{
+static int parse_int(const char *s, long lo, long hi, int *out) {
     char *end;
     errno = 0;
     const long v = strtol(s, &end, 10);
-    if (end == s || *end != '\0' || errno != 0 || v < lo || v > hi)
-        return -1;
+    if (end == s || *end != '\0' || errno != 0 || v < lo || v > hi) return -1;
     *out = (int)v;
     return 0;
 }
 
-static void set_defaults(perf_opts_t *o)
-{
+static void set_defaults(perf_opts_t *o) {
     memset(o, 0, sizeof *o);
     o->coll = PERF_ALLREDUCE;
     o->minbytes = 8;
@@ -207,8 +237,7 @@ static void set_defaults(perf_opts_t *o)
 }
 
 static int set_coll(perf_opts_t *o, int *coll_set, const char *name,
-                    char *err)
-{
+                    char *err) {
     if (*coll_set) {
         snprintf(err, ERRLEN, "more than one collective given ('%s')", name);
         return -1;
@@ -221,71 +250,79 @@ static int set_coll(perf_opts_t *o, int *coll_set, const char *name,
     return 0;
 }
 
-static int bad_value(const opt_spec_t *spec, const char *v, char *err)
-{
+static int bad_value(const opt_spec_t *spec, const char *v, char *err) {
     if (spec->short_name)
-        snprintf(err, ERRLEN, "invalid value '%s' for -%c", v,
-                 spec->short_name);
+        snprintf(err, ERRLEN, "invalid value '%s' for -%c (--%s)", v,
+                 spec->short_name, spec->long_name);
     else
         snprintf(err, ERRLEN, "invalid value '%s' for --%s", v,
                  spec->long_name);
     return -1;
 }
 
-static int set_step(perf_opts_t *o, int id, const char *v)
-{
+static int set_step(perf_opts_t *o, int id, const char *v) {
     int factor;
     if (id == OPT_STEPBYTES) /* the later of -f and -i wins */
         return parse_size(v, &o->stepbytes) || o->stepbytes == 0 ? -1 : 0;
-    if (parse_int(v, 2, INT_MAX, &factor) != 0)
-        return -1;
+    if (parse_int(v, 2, INT_MAX, &factor) != 0) return -1;
     o->stepfactor = (size_t)factor;
     o->stepbytes = 0;
     return 0;
 }
 
 /* Options taking a value; -1 when the value is bad. */
-static int apply_value(perf_opts_t *o, int id, const char *v)
-{
+static int apply_value(perf_opts_t *o, int id, const char *v) {
     int x;
     switch (id) {
-    case OPT_MINBYTES: return parse_size(v, &o->minbytes);
-    case OPT_MAXBYTES: return parse_size(v, &o->maxbytes);
+    case OPT_MINBYTES:
+        return parse_size(v, &o->minbytes);
+    case OPT_MAXBYTES:
+        return parse_size(v, &o->maxbytes);
     case OPT_STEPFACTOR:
-    case OPT_STEPBYTES: return set_step(o, id, v);
-    case OPT_ITERS: return parse_int(v, 1, INT_MAX, &o->iters);
-    case OPT_WARMUP: return parse_int(v, 0, INT_MAX, &o->warmup);
-    case OPT_CHECK: return parse_int(v, 0, 1, &o->check);
-    case OPT_ROOT: return parse_int(v, 0, INT_MAX, &o->root);
+    case OPT_STEPBYTES:
+        return set_step(o, id, v);
+    case OPT_ITERS:
+        return parse_int(v, 1, INT_MAX, &o->iters);
+    case OPT_WARMUP:
+        return parse_int(v, 0, INT_MAX, &o->warmup);
+    case OPT_CHECK:
+        return parse_int(v, 0, 1, &o->check);
+    case OPT_ROOT:
+        return parse_int(v, 0, INT_MAX, &o->root);
     case OPT_DTYPE:
-        if (LOOKUP(dtype_names, v, &x) != 0)
-            return -1;
+        if (LOOKUP(dtype_names, v, &x) != 0) return -1;
         o->dtype = (hcomm_dtype_t)x;
         return 0;
     default: /* OPT_OP */
-        if (LOOKUP(op_names, v, &x) != 0)
-            return -1;
+        if (LOOKUP(op_names, v, &x) != 0) return -1;
         o->op = (hcomm_op_t)x;
         return 0;
     }
 }
 
 static int apply_opt(perf_opts_t *o, const opt_spec_t *spec, const char *v,
-                     int *coll_set, char *err)
-{
+                     int *coll_set, char *err) {
     switch (spec->id) {
-    case OPT_INPLACE: o->inplace = 1; return 0;
-    case OPT_JSON: o->json = 1; return 0;
-    case OPT_MPI_ONLY: o->run_hcomm = 0; return 0;
-    case OPT_HCOMM_ONLY: o->run_mpi = 0; return 0;
-    case OPT_COLL: return set_coll(o, coll_set, v, err);
+    case OPT_INPLACE:
+        o->inplace = 1;
+        return 0;
+    case OPT_JSON:
+        o->json = 1;
+        return 0;
+    case OPT_MPI_ONLY:
+        o->run_hcomm = 0;
+        return 0;
+    case OPT_HCOMM_ONLY:
+        o->run_mpi = 0;
+        return 0;
+    case OPT_COLL:
+        return set_coll(o, coll_set, v, err);
     default:
         return apply_value(o, spec->id, v) ? bad_value(spec, v, err) : 0;
     }
 }
 
-static const opt_spec_t *find_spec(const char *arg)
-{
+static const opt_spec_t *find_spec(const char *arg) {
     const char *eq = strchr(arg + 2, '=');
     const size_t len = eq ? (size_t)(eq - arg - 2) : strlen(arg + 2);
     for (size_t i = 0; i < NSPECS; i++) {
@@ -302,8 +339,7 @@ static const opt_spec_t *find_spec(const char *arg)
 /* The option word argv[*i], with its value from the same word (-b8,
  * --minbytes=8) or the next one (-b 8). */
 static const opt_spec_t *match_opt(int argc, char **argv, int *i,
-                                   const char **val, char *err)
-{
+                                   const char **val, char *err) {
     const char *arg = argv[*i];
     const opt_spec_t *spec = find_spec(arg);
     const char *inl = NULL;
@@ -330,8 +366,7 @@ static const opt_spec_t *match_opt(int argc, char **argv, int *i,
     return spec;
 }
 
-static int check_opts(const perf_opts_t *o, int nranks, char *err)
-{
+static int check_opts(const perf_opts_t *o, int nranks, char *err) {
     if (o->minbytes > o->maxbytes)
         snprintf(err, ERRLEN, "minbytes %zu > maxbytes %zu", o->minbytes,
                  o->maxbytes);
@@ -339,23 +374,22 @@ static int check_opts(const perf_opts_t *o, int nranks, char *err)
         snprintf(err, ERRLEN, "root %d out of range (%d ranks)", o->root,
                  nranks);
     else if (!o->run_hcomm && !o->run_mpi)
-        snprintf(err, ERRLEN, "--mpi-only and --hcomm-only exclude each "
-                              "other");
+        snprintf(err, ERRLEN,
+                 "--mpi-only and --hcomm-only exclude each "
+                 "other");
     else
         return 0;
     return -1;
 }
 
 static int parse_args(int argc, char **argv, int nranks, perf_opts_t *o,
-                      char *err)
-{
+                      char *err) {
     int coll_set = 0, opts_done = 0;
     set_defaults(o);
     for (int i = 1; i < argc; i++) {
         const char *arg = argv[i], *val;
         if (opts_done || arg[0] != '-' || arg[1] == '\0') {
-            if (set_coll(o, &coll_set, arg, err) != 0)
-                return PARSE_BAD;
+            if (set_coll(o, &coll_set, arg, err) != 0) return PARSE_BAD;
             continue;
         }
         if (strcmp(arg, "--") == 0) {
@@ -363,12 +397,9 @@ static int parse_args(int argc, char **argv, int nranks, perf_opts_t *o,
             continue;
         }
         const opt_spec_t *spec = match_opt(argc, argv, &i, &val, err);
-        if (spec == NULL)
-            return PARSE_BAD;
-        if (spec->id == OPT_HELP)
-            return PARSE_HELP;
-        if (apply_opt(o, spec, val, &coll_set, err) != 0)
-            return PARSE_BAD;
+        if (spec == NULL) return PARSE_BAD;
+        if (spec->id == OPT_HELP) return PARSE_HELP;
+        if (apply_opt(o, spec, val, &coll_set, err) != 0) return PARSE_BAD;
     }
     return check_opts(o, nranks, err) ? PARSE_BAD : PARSE_OK;
 }
@@ -378,68 +409,84 @@ static int parse_args(int argc, char **argv, int nranks, perf_opts_t *o,
 /* Anything but "unsupported" ends the run: the other ranks may be waiting
  * in a collective this rank will never join, so only MPI_Abort is safe. */
 _Noreturn static void die_hcomm(const perf_ctx_t *c, const char *what,
-                                hcomm_status_t st)
-{
+                                hcomm_status_t st) {
     fprintf(stderr, "hcomm_perf: rank %d: %s: %s: %s\n", c->rank, what,
             hcomm_strerror(st), hcomm_last_error());
     MPI_Abort(MPI_COMM_WORLD, 1);
     exit(1);
 }
 
-_Noreturn static void die(const perf_ctx_t *c, const char *what)
-{
+_Noreturn static void die(const perf_ctx_t *c, const char *what) {
     fprintf(stderr, "hcomm_perf: rank %d: %s\n", c->rank, what);
     MPI_Abort(MPI_COMM_WORLD, 1);
     exit(1);
 }
 
-static double now_s(void)
-{
+static double now_s(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-static MPI_Datatype mpi_dtype(hcomm_dtype_t dt)
-{
+static MPI_Datatype mpi_dtype(hcomm_dtype_t dt) {
     switch (dt) {
-    case HCOMM_INT8: return MPI_INT8_T;
-    case HCOMM_UINT8: return MPI_UINT8_T;
-    case HCOMM_INT32: return MPI_INT32_T;
-    case HCOMM_UINT32: return MPI_UINT32_T;
-    case HCOMM_INT64: return MPI_INT64_T;
-    case HCOMM_UINT64: return MPI_UINT64_T;
-    case HCOMM_FLOAT32: return MPI_FLOAT;
-    case HCOMM_FLOAT64: return MPI_DOUBLE;
-    default: return MPI_UINT16_T; /* 16-bit floats, moved, never reduced */
+    case HCOMM_INT8:
+        return MPI_INT8_T;
+    case HCOMM_UINT8:
+        return MPI_UINT8_T;
+    case HCOMM_INT32:
+        return MPI_INT32_T;
+    case HCOMM_UINT32:
+        return MPI_UINT32_T;
+    case HCOMM_INT64:
+        return MPI_INT64_T;
+    case HCOMM_UINT64:
+        return MPI_UINT64_T;
+    case HCOMM_FLOAT32:
+        return MPI_FLOAT;
+    case HCOMM_FLOAT64:
+        return MPI_DOUBLE;
+    default:
+        return MPI_UINT16_T; /* 16-bit floats, moved, never reduced */
     }
 }
 
-static MPI_Op mpi_op(hcomm_op_t op)
-{
+static MPI_Op mpi_op(hcomm_op_t op) {
     switch (op) {
-    case HCOMM_PROD: return MPI_PROD;
-    case HCOMM_MAX: return MPI_MAX;
-    case HCOMM_MIN: return MPI_MIN;
-    default: return MPI_SUM; /* avg never reaches MPI */
+    case HCOMM_PROD:
+        return MPI_PROD;
+    case HCOMM_MAX:
+        return MPI_MAX;
+    case HCOMM_MIN:
+        return MPI_MIN;
+    default:
+        return MPI_SUM; /* avg never reaches MPI */
     }
 }
 
-static hcomm_status_t call_hcomm(const perf_ctx_t *c, const perf_layout_t *l,
-                                 const perf_bufs_t *b)
-{
+/* This rank's block of a buffer of nranks blocks. */
+static void *own_block(const perf_layout_t *l, void *buf) {
     const size_t esize = perf_dtypes[l->dtype].size;
+    return (char *)buf + (size_t)l->rank * l->count * esize;
+}
+
+/* In place, hcomm takes nccl-tests' forms for the collectives whose two
+ * buffers differ in size: allgather sends from this rank's block of recv,
+ * reduce_scatter writes this rank's block of its input (MPI_IN_PLACE puts
+ * it at the start instead; see result_of). */
+static hcomm_status_t call_hcomm(const perf_ctx_t *c, const perf_layout_t *l,
+                                 const perf_bufs_t *b) {
     const void *in = l->inplace ? b->recv : b->send;
     switch (l->coll) {
     case PERF_ALLREDUCE:
         return hcomm_allreduce(in, b->recv, l->count, l->dtype, l->op, c->comm);
     case PERF_ALLGATHER:
-        if (l->inplace) /* nccl-tests' in place: own block of recv */
-            in = (const char *)b->recv + (size_t)l->rank * l->count * esize;
+        if (l->inplace) in = own_block(l, b->recv);
         return hcomm_allgather(in, b->recv, l->count, l->dtype, c->comm);
     case PERF_REDUCE_SCATTER:
-        return hcomm_reduce_scatter(in, b->recv, l->count, l->dtype, l->op,
-                                    c->comm);
+        return hcomm_reduce_scatter(
+            in, l->inplace ? own_block(l, b->recv) : b->recv, l->count,
+            l->dtype, l->op, c->comm);
     case PERF_BROADCAST:
         return hcomm_broadcast(b->recv, l->count, l->dtype, l->root, c->comm);
     case PERF_REDUCE:
@@ -447,38 +494,46 @@ static hcomm_status_t call_hcomm(const perf_ctx_t *c, const perf_layout_t *l,
                             c->comm);
     case PERF_ALLTOALL:
         return hcomm_alltoall(in, b->recv, l->count, l->dtype, c->comm);
-    default: return hcomm_barrier(c->comm);
+    default:
+        return hcomm_barrier(c->comm);
     }
 }
 
 /* MPI errors abort the job (MPI_ERRORS_ARE_FATAL on MPI_COMM_WORLD). */
-static void call_mpi(const perf_layout_t *l, const perf_bufs_t *b)
-{
+static void call_mpi(const perf_layout_t *l, const perf_bufs_t *b) {
     const int n = (int)l->count; /* mpi_side_on checked the range */
     const MPI_Datatype dt = mpi_dtype(l->dtype);
     const MPI_Op op = mpi_op(l->op);
     const MPI_Comm w = MPI_COMM_WORLD;
     const void *in = l->inplace ? MPI_IN_PLACE : b->send;
     switch (l->coll) {
-    case PERF_ALLREDUCE: MPI_Allreduce(in, b->recv, n, dt, op, w); break;
-    case PERF_ALLGATHER: MPI_Allgather(in, n, dt, b->recv, n, dt, w); break;
+    case PERF_ALLREDUCE:
+        MPI_Allreduce(in, b->recv, n, dt, op, w);
+        break;
+    case PERF_ALLGATHER:
+        MPI_Allgather(in, n, dt, b->recv, n, dt, w);
+        break;
     case PERF_REDUCE_SCATTER:
         MPI_Reduce_scatter_block(in, b->recv, n, dt, op, w);
         break;
-    case PERF_BROADCAST: MPI_Bcast(b->recv, n, dt, l->root, w); break;
+    case PERF_BROADCAST:
+        MPI_Bcast(b->recv, n, dt, l->root, w);
+        break;
     case PERF_REDUCE: /* MPI_IN_PLACE is for the root only */
-        if (l->inplace && l->rank != l->root)
-            in = b->recv;
+        if (l->inplace && l->rank != l->root) in = b->recv;
         MPI_Reduce(in, b->recv, n, dt, op, l->root, w);
         break;
-    case PERF_ALLTOALL: MPI_Alltoall(in, n, dt, b->recv, n, dt, w); break;
-    default: MPI_Barrier(w); break;
+    case PERF_ALLTOALL:
+        MPI_Alltoall(in, n, dt, b->recv, n, dt, w);
+        break;
+    default:
+        MPI_Barrier(w);
+        break;
     }
 }
 
 _Noreturn static void die_call(const perf_ctx_t *c, const perf_layout_t *l,
-                               hcomm_status_t st)
-{
+                               hcomm_status_t st) {
     char what[80];
     snprintf(what, sizeof what, "hcomm_%s of %zu bytes",
              perf_colls[l->coll].name, l->bytes);
@@ -488,22 +543,19 @@ _Noreturn static void die_call(const perf_ctx_t *c, const perf_layout_t *l,
 /* One call. hcomm failing here is fatal: "unsupported" was settled by the
  * probe, so any error now is a real one. */
 static void run_side(const perf_ctx_t *c, const perf_layout_t *l,
-                     const perf_bufs_t *b, int side)
-{
+                     const perf_bufs_t *b, int side) {
     if (side == SIDE_MPI) {
         call_mpi(l, b);
         return;
     }
     const hcomm_status_t st = call_hcomm(c, l, b);
-    if (st != HCOMM_SUCCESS)
-        die_call(c, l, st);
+    if (st != HCOMM_SUCCESS) die_call(c, l, st);
 }
 
 /* Seconds per call on this rank; the barrier lines the ranks up so that
  * no rank's trial includes waiting for the others to arrive. */
 static double timed_batch(const perf_ctx_t *c, const perf_layout_t *l,
-                          const perf_bufs_t *b, int side, int iters)
-{
+                          const perf_bufs_t *b, int side, int iters) {
     MPI_Barrier(MPI_COMM_WORLD);
     const double t0 = now_s();
     for (int k = 0; k < iters; k++)
@@ -517,22 +569,34 @@ static double timed_batch(const perf_ctx_t *c, const perf_layout_t *l,
  * reduce, the receive buffer of allgather, the send buffer of
  * reduce_scatter, each buffer of alltoall; per-rank counts round down. */
 static perf_layout_t make_layout(const perf_ctx_t *c, perf_coll_t coll,
-                                 size_t bytes)
-{
+                                 size_t bytes) {
     const perf_opts_t *o = &c->opts;
     const size_t esize = perf_dtypes[o->dtype].size, n = (size_t)c->nranks;
-    perf_layout_t l = {.coll = coll, .dtype = o->dtype, .op = o->op,
-                       .rank = c->rank, .nranks = c->nranks, .root = o->root,
+    perf_layout_t l = {.coll = coll,
+                       .dtype = o->dtype,
+                       .op = o->op,
+                       .rank = c->rank,
+                       .nranks = c->nranks,
+                       .root = o->root,
                        .inplace = o->inplace};
     size_t send, recv;
-    if (coll == PERF_BARRIER)
-        return l; /* no data at all */
+    if (coll == PERF_BARRIER) return l; /* no data at all */
     l.count = bytes / esize / (perf_colls[coll].per_rank ? n : 1);
     switch (coll) {
-    case PERF_ALLGATHER: send = l.count; recv = l.count * n; break;
-    case PERF_REDUCE_SCATTER: send = l.count * n; recv = l.count; break;
-    case PERF_ALLTOALL: send = recv = l.count * n; break;
-    default: send = recv = l.count; break;
+    case PERF_ALLGATHER:
+        send = l.count;
+        recv = l.count * n;
+        break;
+    case PERF_REDUCE_SCATTER:
+        send = l.count * n;
+        recv = l.count;
+        break;
+    case PERF_ALLTOALL:
+        send = recv = l.count * n;
+        break;
+    default:
+        send = recv = l.count;
+        break;
     }
     l.bytes = (send > recv ? send : recv) * esize;
     l.send_elems = o->inplace || coll == PERF_BROADCAST ? 0 : send;
@@ -541,37 +605,26 @@ static perf_layout_t make_layout(const perf_ctx_t *c, perf_coll_t coll,
     return l;
 }
 
-static void *alloc_elems(const perf_ctx_t *c, size_t elems, size_t esize)
-{
+static void *alloc_elems(const perf_ctx_t *c, size_t elems, size_t esize) {
     void *p = NULL;
-    if (elems == 0)
-        return NULL;
+    if (elems == 0) return NULL;
     if (posix_memalign(&p, 64, elems * esize) != 0)
         die(c, "out of memory for the buffers");
     return p;
 }
 
-static const char *mpi_na_reason(const perf_opts_t *o, perf_coll_t coll)
-{
-    if (!o->run_mpi)
-        return "--hcomm-only";
-    if (!perf_colls[coll].reduces)
-        return NULL;
-    if (o->op == HCOMM_AVG)
-        return "MPI has no avg op";
-    if (o->dtype == HCOMM_FLOAT16)
-        return "MPI has no float16 type";
-    if (o->dtype == HCOMM_BFLOAT16)
-        return "MPI has no bfloat16 type";
+static const char *mpi_na_reason(const perf_opts_t *o, perf_coll_t coll) {
+    if (!o->run_mpi) return "--hcomm-only";
+    if (!perf_colls[coll].reduces) return NULL;
+    if (o->op == HCOMM_AVG) return "MPI has no avg op";
+    if (o->dtype == HCOMM_FLOAT16) return "MPI has no float16 type";
+    if (o->dtype == HCOMM_BFLOAT16) return "MPI has no bfloat16 type";
     return NULL;
 }
 
-static int mpi_side_on(perf_ctx_t *c, const perf_layout_t *l)
-{
-    if (mpi_na_reason(&c->opts, l->coll) != NULL)
-        return 0;
-    if (l->count <= INT_MAX)
-        return 1;
+static int mpi_side_on(perf_ctx_t *c, const perf_layout_t *l) {
+    if (mpi_na_reason(&c->opts, l->coll) != NULL) return 0;
+    if (l->count <= INT_MAX) return 1;
     if (c->rank == 0 && !c->warned_mpi_count)
         fprintf(stderr, "hcomm_perf: counts past INT_MAX: MPI columns n/a\n");
     c->warned_mpi_count = 1;
@@ -581,22 +634,20 @@ static int mpi_side_on(perf_ctx_t *c, const perf_layout_t *l)
 /* The first call of a size, untimed. The ranks agree on "unsupported" so
  * that all of them skip hcomm for this size, or none. */
 static int probe_hcomm(perf_ctx_t *c, const perf_layout_t *l,
-                       const perf_bufs_t *b)
-{
+                       const perf_bufs_t *b) {
     const hcomm_status_t st = call_hcomm(c, l, b);
     const unsigned bit = 1u << l->coll;
     int unsupported = st == HCOMM_ERR_UNSUPPORTED;
-    if (st != HCOMM_SUCCESS && !unsupported)
-        die_call(c, l, st);
+    if (st != HCOMM_SUCCESS && !unsupported) die_call(c, l, st);
     MPI_Allreduce(MPI_IN_PLACE, &unsupported, 1, MPI_INT, MPI_MAX,
                   MPI_COMM_WORLD);
     if (unsupported && c->rank == 0 && !(c->warned & bit))
-        fprintf(stderr, "hcomm_perf: hcomm_%s unsupported (%s): hcomm "
-                        "columns n/a\n",
+        fprintf(stderr,
+                "hcomm_perf: hcomm_%s unsupported (%s): hcomm "
+                "columns n/a\n",
                 perf_colls[l->coll].name,
                 st == HCOMM_ERR_UNSUPPORTED ? hcomm_last_error() : "");
-    if (unsupported)
-        c->warned |= bit;
+    if (unsupported) c->warned |= bit;
     return !unsupported;
 }
 
@@ -604,8 +655,7 @@ static int probe_hcomm(perf_ctx_t *c, const perf_layout_t *l,
  * PERF_MIN_TRIAL_S (never fewer than -n). The slowest rank's estimate
  * decides, so every rank runs the same count. */
 static void warmup(const perf_ctx_t *c, const perf_layout_t *l,
-                   const perf_bufs_t *b, const int on[2], int iters[2])
-{
+                   const perf_bufs_t *b, const int on[2], int iters[2]) {
     double est[2] = {0, 0};
     for (int side = 0; side < 2; side++)
         if (on[side] && c->opts.warmup > 0)
@@ -621,8 +671,7 @@ static void warmup(const perf_ctx_t *c, const perf_layout_t *l,
     }
 }
 
-static int cmp_double(const void *a, const void *b)
-{
+static int cmp_double(const void *a, const void *b) {
     const double x = *(const double *)a, y = *(const double *)b;
     return (x > y) - (x < y);
 }
@@ -631,13 +680,11 @@ static int cmp_double(const void *a, const void *b)
  * is as slow as its slowest rank; the median drops outliers either way. */
 static void run_trials(const perf_ctx_t *c, const perf_layout_t *l,
                        const perf_bufs_t *b, const int on[2],
-                       const int iters[2], double median_us[2])
-{
+                       const int iters[2], double median_us[2]) {
     double t[2][PERF_TRIALS] = {{0}};
     for (int k = 0; k < PERF_TRIALS; k++)
         for (int side = 0; side < 2; side++)
-            if (on[side])
-                t[side][k] = timed_batch(c, l, b, side, iters[side]);
+            if (on[side]) t[side][k] = timed_batch(c, l, b, side, iters[side]);
     MPI_Allreduce(MPI_IN_PLACE, t, 2 * PERF_TRIALS, MPI_DOUBLE, MPI_MAX,
                   MPI_COMM_WORLD);
     for (int side = 0; side < 2; side++) {
@@ -647,26 +694,32 @@ static void run_trials(const perf_ctx_t *c, const perf_layout_t *l,
 }
 
 /* Wrong elements over all ranks, on data the timed runs never saw. */
+/* Where a side's result starts. */
+static const void *result_of(const perf_layout_t *l, const perf_bufs_t *b,
+                             int side) {
+    if (side == SIDE_HCOMM && l->inplace && l->coll == PERF_REDUCE_SCATTER)
+        return own_block(l, b->recv);
+    return b->recv;
+}
+
 static long long check_side(const perf_ctx_t *c, const perf_layout_t *l,
-                            const perf_bufs_t *b, int side)
-{
+                            const perf_bufs_t *b, int side) {
     perf_data_fill(l, PERF_SEED_CHECK, b->send, b->recv);
     run_side(c, l, b, side);
-    long long wrong = perf_data_wrong(l, PERF_SEED_CHECK, b->recv);
+    long long wrong =
+        perf_data_wrong(l, PERF_SEED_CHECK, result_of(l, b, side));
     MPI_Allreduce(MPI_IN_PLACE, &wrong, 1, MPI_LONG_LONG, MPI_SUM,
                   MPI_COMM_WORLD);
     return wrong;
 }
 
-static void measure(perf_ctx_t *c, const perf_layout_t *l,
-                    const perf_bufs_t *b, perf_row_t *row)
-{
+static void measure(perf_ctx_t *c, const perf_layout_t *l, const perf_bufs_t *b,
+                    perf_row_t *row) {
     perf_side_t *sides[2] = {&row->hc, &row->mpi};
     int on[2] = {c->comm != HCOMM_COMM_NULL, mpi_side_on(c, l)};
     int iters[2];
     double median_us[2];
-    if (on[SIDE_HCOMM])
-        on[SIDE_HCOMM] = probe_hcomm(c, l, b);
+    if (on[SIDE_HCOMM]) on[SIDE_HCOMM] = probe_hcomm(c, l, b);
     if (on[SIDE_MPI])
         run_side(c, l, b, SIDE_MPI); /* the same one-off costs as the probe */
     warmup(c, l, b, on, iters);
@@ -681,12 +734,10 @@ static void measure(perf_ctx_t *c, const perf_layout_t *l,
 
 /* Returns 0 when nothing was run: the count rounds to 0 at this size. */
 static int bench_size(perf_ctx_t *c, perf_coll_t coll, size_t bytes,
-                      perf_row_t *row)
-{
+                      perf_row_t *row) {
     const perf_layout_t l = make_layout(c, coll, bytes);
     const size_t esize = perf_dtypes[l.dtype].size;
-    if (l.count == 0 && coll != PERF_BARRIER)
-        return 0;
+    if (l.count == 0 && coll != PERF_BARRIER) return 0;
     memset(row, 0, sizeof *row);
     row->coll = coll;
     row->bytes = l.bytes;
@@ -704,8 +755,7 @@ static int bench_size(perf_ctx_t *c, perf_coll_t coll, size_t bytes,
 /* --- driver ------------------------------------------------------------- */
 
 /* The size after bytes, as nccl-tests steps; 0 past maxbytes. */
-static int next_size(const perf_opts_t *o, size_t *bytes)
-{
+static int next_size(const perf_opts_t *o, size_t *bytes) {
     const size_t s = *bytes;
     size_t n;
     if (o->stepbytes)
@@ -714,82 +764,70 @@ static int next_size(const perf_opts_t *o, size_t *bytes)
         n = 1;
     else
         n = s > SIZE_MAX / o->stepfactor ? 0 : s * o->stepfactor;
-    if (n <= s || n > o->maxbytes)
-        return 0;
+    if (n <= s || n > o->maxbytes) return 0;
     *bytes = n;
     return 1;
 }
 
-static void add_wrong(long long total[2], const perf_row_t *row)
-{
-    if (row->hc.valid && row->hc.wrong > 0)
-        total[0] += row->hc.wrong;
-    if (row->mpi.valid && row->mpi.wrong > 0)
-        total[1] += row->mpi.wrong;
+static void add_wrong(long long total[2], const perf_row_t *row) {
+    if (row->hc.valid && row->hc.wrong > 0) total[0] += row->hc.wrong;
+    if (row->mpi.valid && row->mpi.wrong > 0) total[1] += row->mpi.wrong;
 }
 
 /* Every rank runs every size; rank 0 alone prints. */
-static void run_coll(perf_ctx_t *c, perf_coll_t coll, long long wrong[2])
-{
+static void run_coll(perf_ctx_t *c, perf_coll_t coll, long long wrong[2]) {
     const perf_opts_t *o = &c->opts;
-    perf_summary_t summary = {{0, 0}, {0, 0}, {0, 0}, NULL, 0, 0};
+    perf_summary_t summary = {{0, 0}, {0, 0}, {0, 0}, 0, NULL, 0, 0};
     size_t bytes = coll == PERF_BARRIER ? 0 : o->minbytes;
     perf_row_t row;
     if (c->rank == 0)
         perf_print_header(o, coll, c->nranks, mpi_na_reason(o, coll));
     do {
-        if (!bench_size(c, coll, bytes, &row))
-            continue;
+        if (!bench_size(c, coll, bytes, &row)) continue;
         add_wrong(wrong, &row); /* the counts are global: all ranks agree */
         if (c->rank == 0) {
             perf_print_row(o, &row, c->nranks);
             perf_summary_add(&summary, &row);
         }
     } while (coll != PERF_BARRIER && next_size(o, &bytes));
-    if (c->rank == 0)
-        perf_print_summary(o, &summary);
+    if (c->rank == 0) perf_print_summary(o, &summary);
     perf_summary_free(&summary);
 }
 
-static void print_env(const perf_ctx_t *c)
-{
+static void print_env(const perf_ctx_t *c) {
     char lib[MPI_MAX_LIBRARY_VERSION_STRING] = "";
     int len;
     MPI_Get_library_version(lib, &len);
     lib[strcspn(lib, ",\n")] = '\0'; /* "Open MPI v4.1.4", not the build */
-    if (c->rank == 0 && !c->opts.json)
-        perf_print_env(c->nranks, lib);
+    if (c->rank == 0 && !c->opts.json) perf_print_env(c->nranks, lib);
 }
 
 /* Exit status: 0, or 1 when any result was wrong. */
-static int run_all(perf_ctx_t *c)
-{
+static int run_all(perf_ctx_t *c) {
     const int all = c->opts.coll == PERF_COLL_ALL;
     const int first = all ? 0 : c->opts.coll;
     const int last = all ? PERF_COLL_COUNT - 1 : c->opts.coll;
     long long wrong[2] = {0, 0};
     if (c->opts.run_hcomm) {
         const hcomm_status_t st = hcomm_comm_create(MPI_COMM_WORLD, &c->comm);
-        if (st != HCOMM_SUCCESS)
-            die_hcomm(c, "hcomm_comm_create", st);
+        if (st != HCOMM_SUCCESS) die_hcomm(c, "hcomm_comm_create", st);
     }
     print_env(c);
     for (int coll = first; coll <= last; coll++)
         run_coll(c, (perf_coll_t)coll, wrong);
     if (c->comm != HCOMM_COMM_NULL && hcomm_comm_free(&c->comm) != 0)
-        fprintf(stderr, "hcomm_perf: rank %d: hcomm_comm_free: %s\n",
-                c->rank, hcomm_last_error());
-    if (wrong[0] == 0 && wrong[1] == 0)
-        return 0;
+        fprintf(stderr, "hcomm_perf: rank %d: hcomm_comm_free: %s\n", c->rank,
+                hcomm_last_error());
+    if (wrong[0] == 0 && wrong[1] == 0) return 0;
     if (c->rank == 0)
-        fprintf(stderr, "hcomm_perf: wrong results: hcomm %lld, MPI %lld "
-                        "elements\n",
+        fprintf(stderr,
+                "hcomm_perf: wrong results: hcomm %lld, MPI %lld "
+                "elements\n",
                 wrong[0], wrong[1]);
     return 1;
 }
 
-int main(int argc, char **argv)
-{
+int main(int argc, char **argv) {
     perf_ctx_t c;
     char err[ERRLEN] = "";
     memset(&c, 0, sizeof c);
@@ -797,14 +835,11 @@ int main(int argc, char **argv)
     MPI_Comm_rank(MPI_COMM_WORLD, &c.rank);
     MPI_Comm_size(MPI_COMM_WORLD, &c.nranks);
     const hcomm_status_t st = hcomm_init(&argc, &argv);
-    if (st != HCOMM_SUCCESS)
-        die_hcomm(&c, "hcomm_init", st);
+    if (st != HCOMM_SUCCESS) die_hcomm(&c, "hcomm_init", st);
     int rc = parse_args(argc, argv, c.nranks, &c.opts, err);
-    if (rc == PARSE_HELP && c.rank == 0)
-        print_usage(stdout);
+    if (rc == PARSE_HELP && c.rank == 0) print_usage(stdout);
     if (rc == PARSE_BAD && c.rank == 0)
-        fprintf(stderr, "hcomm_perf: %s\nTry 'hcomm_perf -h' for help.\n",
-                err);
+        fprintf(stderr, "hcomm_perf: %s\nTry 'hcomm_perf -h' for help.\n", err);
     if (rc == PARSE_OK)
         rc = run_all(&c);
     else if (rc == PARSE_HELP)

@@ -63,12 +63,12 @@ extern const perf_dtype_info_t perf_dtypes[HCOMM_DTYPE_COUNT];
 extern const char *const perf_op_names[HCOMM_OP_COUNT];
 
 typedef struct {
-    int coll;                 /* perf_coll_t or PERF_COLL_ALL */
+    int coll; /* perf_coll_t or PERF_COLL_ALL */
     size_t minbytes, maxbytes;
-    size_t stepbytes;         /* 0: multiply by stepfactor instead */
+    size_t stepbytes; /* 0: multiply by stepfactor instead */
     size_t stepfactor;
     int iters, warmup, check, root, inplace, json;
-    int run_hcomm, run_mpi;   /* --mpi-only / --hcomm-only clear one */
+    int run_hcomm, run_mpi; /* --mpi-only / --hcomm-only clear one */
     hcomm_dtype_t dtype;
     hcomm_op_t op;
 } perf_opts_t;
@@ -92,10 +92,10 @@ typedef struct {
 #define PERF_SEED_CHECK 1u
 
 typedef struct {
-    int valid;         /* 0: n/a (unsupported, no MPI equivalent, ...) */
-    double time_us;    /* median over trials of the max over ranks */
+    int valid;           /* 0: n/a (unsupported, no MPI equivalent, ...) */
+    double time_us;      /* median over trials of the max over ranks */
     double algbw, busbw; /* GB/s, 1e9 bytes */
-    long long wrong;   /* summed over ranks; -1: not checked */
+    long long wrong;     /* summed over ranks; -1: not checked */
 } perf_side_t;
 
 typedef struct {
@@ -109,6 +109,7 @@ typedef struct {
     double busbw_sum[2]; /* [0] hcomm, [1] MPI */
     int busbw_n[2];
     long long wrong[2];
+    int checked; /* some row had its results checked */
     double *ratios;
     size_t nratios, cap;
 } perf_summary_t;
@@ -120,7 +121,9 @@ typedef struct {
  * recv. */
 void perf_data_fill(const perf_layout_t *l, unsigned seed, void *send,
                     void *recv);
-/* Elements of recv that differ from the expected result on this rank. */
+/* Elements of the result, which starts at recv (for an in-place
+ * reduce_scatter, where the side put it), that differ from what this rank
+ * expects. */
 long long perf_data_wrong(const perf_layout_t *l, unsigned seed,
                           const void *recv);
 
@@ -135,8 +138,7 @@ void perf_print_env(int nranks, const char *mpi_library);
 /* mpi_na: why the MPI columns are n/a for the whole table, or NULL. */
 void perf_print_header(const perf_opts_t *o, perf_coll_t coll, int nranks,
                        const char *mpi_na);
-void perf_print_row(const perf_opts_t *o, const perf_row_t *row,
-                    int nranks);
+void perf_print_row(const perf_opts_t *o, const perf_row_t *row, int nranks);
 void perf_summary_add(perf_summary_t *s, const perf_row_t *row);
 void perf_print_summary(const perf_opts_t *o, perf_summary_t *s);
 void perf_summary_free(perf_summary_t *s);

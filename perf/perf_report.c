@@ -51,8 +51,7 @@ const char *const perf_op_names[HCOMM_OP_COUNT] = {
 
 /* Our own conversions, not the library's: the checker must not share the
  * code it checks. */
-static uint16_t half_round(uint32_t absx)
-{
+static uint16_t half_round(uint32_t absx) {
     if (absx < 0x38800000u) { /* below 2^-14: subnormal half, or zero */
         if (absx < 0x33000000u)
             return 0; /* below 2^-25: rounds to zero (2^-25 ties to 0) */
@@ -61,13 +60,11 @@ static uint16_t half_round(uint32_t absx)
         const uint32_t rem = m & ((1u << shift) - 1);
         const uint32_t halfway = 1u << (shift - 1);
         uint32_t h = m >> shift;
-        if (rem > halfway || (rem == halfway && (h & 1)))
-            h++;
+        if (rem > halfway || (rem == halfway && (h & 1))) h++;
         return (uint16_t)h;
     }
-    if (absx >= 0x47800000u)
-        return 0x7c00; /* 65536 and up: infinity */
-    const uint32_t r = absx - 0x38000000u; /* rebias 127 -> 15 */
+    if (absx >= 0x47800000u) return 0x7c00; /* 65536 and up: infinity */
+    const uint32_t r = absx - 0x38000000u;  /* rebias 127 -> 15 */
     uint32_t h = r >> 13;
     const uint32_t rem = r & 0x1fffu;
     if (rem > 0x1000u || (rem == 0x1000u && (h & 1)))
@@ -75,21 +72,18 @@ static uint16_t half_round(uint32_t absx)
     return (uint16_t)h;
 }
 
-static uint16_t half_from_float(float f)
-{
+static uint16_t half_from_float(float f) {
     uint32_t x;
     memcpy(&x, &f, sizeof x);
     const uint16_t sign = (uint16_t)((x >> 16) & 0x8000u);
     const uint32_t absx = x & 0x7fffffffu;
     if (absx > 0x7f800000u) /* NaN: keep it quiet and a NaN */
         return (uint16_t)(sign | 0x7e00u | ((absx >> 13) & 0x3ffu));
-    if (absx == 0x7f800000u)
-        return (uint16_t)(sign | 0x7c00u);
+    if (absx == 0x7f800000u) return (uint16_t)(sign | 0x7c00u);
     return (uint16_t)(sign | half_round(absx));
 }
 
-static float half_to_float(uint16_t h)
-{
+static float half_to_float(uint16_t h) {
     const uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
     const uint32_t e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
     uint32_t x;
@@ -106,8 +100,7 @@ static float half_to_float(uint16_t h)
     return f;
 }
 
-static uint16_t bf16_from_float(float f)
-{
+static uint16_t bf16_from_float(float f) {
     uint32_t x;
     memcpy(&x, &f, sizeof x);
     if ((x & 0x7fffffffu) > 0x7f800000u)
@@ -116,8 +109,7 @@ static uint16_t bf16_from_float(float f)
     return (uint16_t)(x >> 16);
 }
 
-static float bf16_to_float(uint16_t b)
-{
+static float bf16_to_float(uint16_t b) {
     const uint32_t x = (uint32_t)b << 16;
     float f;
     memcpy(&f, &x, sizeof f);
@@ -126,23 +118,19 @@ static float bf16_to_float(uint16_t b)
 
 /* --- element access ----------------------------------------------------- */
 
-static int is_real(hcomm_dtype_t dt)
-{
+static int is_real(hcomm_dtype_t dt) {
     const perf_kind_t k = perf_dtypes[dt].kind;
     return k != PERF_KIND_SIGNED && k != PERF_KIND_UNSIGNED;
 }
 
-static uint64_t mask_bits(int bits)
-{
+static uint64_t mask_bits(int bits) {
     return bits >= 64 ? UINT64_MAX : (UINT64_C(1) << bits) - 1;
 }
 
 /* The two's complement value of the low bits of x, without relying on
  * implementation-defined conversions. */
-static int64_t sign_extend(uint64_t x, int bits)
-{
-    if (bits >= 64)
-        return x <= INT64_MAX ? (int64_t)x : -(int64_t)~x - 1;
+static int64_t sign_extend(uint64_t x, int bits) {
+    if (bits >= 64) return x <= INT64_MAX ? (int64_t)x : -(int64_t)~x - 1;
     const uint64_t top = UINT64_C(1) << (bits - 1);
     x &= mask_bits(bits);
     return (int64_t)(x ^ top) - (int64_t)top;
@@ -150,52 +138,72 @@ static int64_t sign_extend(uint64_t x, int bits)
 
 /* Integers are stored as their low bits: two's complement for the signed
  * types is guaranteed by <stdint.h>. */
-static void store_bits(hcomm_dtype_t dt, void *buf, size_t i, uint64_t v)
-{
+static void store_bits(hcomm_dtype_t dt, void *buf, size_t i, uint64_t v) {
     switch (perf_dtypes[dt].size) {
-    case 1: ((uint8_t *)buf)[i] = (uint8_t)v; break;
-    case 4: ((uint32_t *)buf)[i] = (uint32_t)v; break;
-    default: ((uint64_t *)buf)[i] = v; break;
+    case 1:
+        ((uint8_t *)buf)[i] = (uint8_t)v;
+        break;
+    case 4:
+        ((uint32_t *)buf)[i] = (uint32_t)v;
+        break;
+    default:
+        ((uint64_t *)buf)[i] = v;
+        break;
     }
 }
 
-static uint64_t load_bits(hcomm_dtype_t dt, const void *buf, size_t i)
-{
+static uint64_t load_bits(hcomm_dtype_t dt, const void *buf, size_t i) {
     switch (perf_dtypes[dt].size) {
-    case 1: return ((const uint8_t *)buf)[i];
-    case 4: return ((const uint32_t *)buf)[i];
-    default: return ((const uint64_t *)buf)[i];
+    case 1:
+        return ((const uint8_t *)buf)[i];
+    case 4:
+        return ((const uint32_t *)buf)[i];
+    default:
+        return ((const uint64_t *)buf)[i];
     }
 }
 
-static void store_real(hcomm_dtype_t dt, void *buf, size_t i, double v)
-{
+static void store_real(hcomm_dtype_t dt, void *buf, size_t i, double v) {
     switch (dt) {
-    case HCOMM_FLOAT16: ((uint16_t *)buf)[i] = half_from_float((float)v); break;
-    case HCOMM_BFLOAT16: ((uint16_t *)buf)[i] = bf16_from_float((float)v); break;
-    case HCOMM_FLOAT32: ((float *)buf)[i] = (float)v; break;
-    default: ((double *)buf)[i] = v; break;
+    case HCOMM_FLOAT16:
+        ((uint16_t *)buf)[i] = half_from_float((float)v);
+        break;
+    case HCOMM_BFLOAT16:
+        ((uint16_t *)buf)[i] = bf16_from_float((float)v);
+        break;
+    case HCOMM_FLOAT32:
+        ((float *)buf)[i] = (float)v;
+        break;
+    default:
+        ((double *)buf)[i] = v;
+        break;
     }
 }
 
-static double load_real(hcomm_dtype_t dt, const void *buf, size_t i)
-{
+static double load_real(hcomm_dtype_t dt, const void *buf, size_t i) {
     switch (dt) {
-    case HCOMM_FLOAT16: return half_to_float(((const uint16_t *)buf)[i]);
-    case HCOMM_BFLOAT16: return bf16_to_float(((const uint16_t *)buf)[i]);
-    case HCOMM_FLOAT32: return ((const float *)buf)[i];
-    default: return ((const double *)buf)[i];
+    case HCOMM_FLOAT16:
+        return half_to_float(((const uint16_t *)buf)[i]);
+    case HCOMM_BFLOAT16:
+        return bf16_to_float(((const uint16_t *)buf)[i]);
+    case HCOMM_FLOAT32:
+        return ((const float *)buf)[i];
+    default:
+        return ((const double *)buf)[i];
     }
 }
 
 /* v as the element type would hold it. */
-static double round_real(hcomm_dtype_t dt, double v)
-{
+static double round_real(hcomm_dtype_t dt, double v) {
     switch (dt) {
-    case HCOMM_FLOAT16: return half_to_float(half_from_float((float)v));
-    case HCOMM_BFLOAT16: return bf16_to_float(bf16_from_float((float)v));
-    case HCOMM_FLOAT32: return (float)v;
-    default: return v;
+    case HCOMM_FLOAT16:
+        return half_to_float(half_from_float((float)v));
+    case HCOMM_BFLOAT16:
+        return bf16_to_float(bf16_from_float((float)v));
+    case HCOMM_FLOAT32:
+        return (float)v;
+    default:
+        return v;
     }
 }
 
@@ -203,16 +211,13 @@ static double round_real(hcomm_dtype_t dt, double v)
 
 typedef enum { PAT_MOVE, PAT_SMALL, PAT_PROD } pattern_t;
 
-static pattern_t pattern_of(const perf_layout_t *l)
-{
-    if (!perf_colls[l->coll].reduces)
-        return PAT_MOVE;
+static pattern_t pattern_of(const perf_layout_t *l) {
+    if (!perf_colls[l->coll].reduces) return PAT_MOVE;
     return l->op == HCOMM_PROD ? PAT_PROD : PAT_SMALL;
 }
 
 /* What rank r holds at input element j (seed already added to j). */
-static int64_t input_value(pattern_t p, int nranks, int r, size_t j)
-{
+static int64_t input_value(pattern_t p, int nranks, int r, size_t j) {
     const size_t ur = (size_t)r;
     switch (p) {
     case PAT_MOVE: /* differs between ranks and neighbours; |v| <= 100 */
@@ -228,8 +233,7 @@ static int64_t input_value(pattern_t p, int nranks, int r, size_t j)
     }
 }
 
-static void store_value(hcomm_dtype_t dt, void *buf, size_t i, int64_t v)
-{
+static void store_value(hcomm_dtype_t dt, void *buf, size_t i, int64_t v) {
     if (is_real(dt))
         store_real(dt, buf, i, (double)v);
     else
@@ -237,43 +241,39 @@ static void store_value(hcomm_dtype_t dt, void *buf, size_t i, int64_t v)
 }
 
 /* Elements of input each rank provides. */
-static size_t input_elems(const perf_layout_t *l)
-{
+static size_t input_elems(const perf_layout_t *l) {
     switch (l->coll) {
     case PERF_REDUCE_SCATTER:
-    case PERF_ALLTOALL: return l->count * (size_t)l->nranks;
-    case PERF_BARRIER: return 0;
-    default: return l->count;
+    case PERF_ALLTOALL:
+        return l->count * (size_t)l->nranks;
+    case PERF_BARRIER:
+        return 0;
+    default:
+        return l->count;
     }
 }
 
-static void *input_buffer(const perf_layout_t *l, void *send, void *recv)
-{
+static void *input_buffer(const perf_layout_t *l, void *send, void *recv) {
     const size_t esize = perf_dtypes[l->dtype].size;
-    if (l->coll == PERF_BROADCAST)
-        return recv;
-    if (!l->inplace)
-        return send;
+    if (l->coll == PERF_BROADCAST) return recv;
+    if (!l->inplace) return send;
     if (l->coll == PERF_ALLGATHER) /* in place: own block of recv */
         return (char *)recv + (size_t)l->rank * l->count * esize;
     return recv;
 }
 
 static void fill_from(const perf_layout_t *l, unsigned seed, int r, void *buf,
-                      size_t n)
-{
+                      size_t n) {
     const pattern_t p = pattern_of(l);
     for (size_t j = 0; j < n; j++)
         store_value(l->dtype, buf, j, input_value(p, l->nranks, r, j + seed));
 }
 
 void perf_data_fill(const perf_layout_t *l, unsigned seed, void *send,
-                    void *recv)
-{
+                    void *recv) {
     if (recv != NULL)
         memset(recv, POISON_BYTE, l->recv_elems * perf_dtypes[l->dtype].size);
-    if (l->coll == PERF_BARRIER)
-        return;
+    if (l->coll == PERF_BARRIER) return;
     if (l->coll == PERF_BROADCAST && l->rank != l->root)
         return; /* receives only */
     const int owner = l->coll == PERF_BROADCAST ? l->root : l->rank;
@@ -282,36 +282,36 @@ void perf_data_fill(const perf_layout_t *l, unsigned seed, void *send,
 
 /* --- expected results --------------------------------------------------- */
 
-static int less_bits(uint64_t a, uint64_t b, int bits, int is_signed)
-{
-    if (is_signed)
-        return sign_extend(a, bits) < sign_extend(b, bits);
+static int less_bits(uint64_t a, uint64_t b, int bits, int is_signed) {
+    if (is_signed) return sign_extend(a, bits) < sign_extend(b, bits);
     return (a & mask_bits(bits)) < (b & mask_bits(bits));
 }
 
 /* Integer ops in uint64: sums and products wrap, and their low bits are
  * those of the type's own wrapping arithmetic (the library's contract). */
 static uint64_t combine_bits(hcomm_op_t op, uint64_t a, uint64_t b, int bits,
-                             int is_signed)
-{
+                             int is_signed) {
     switch (op) {
-    case HCOMM_PROD: return a * b;
-    case HCOMM_MAX: return less_bits(a, b, bits, is_signed) ? b : a;
-    case HCOMM_MIN: return less_bits(b, a, bits, is_signed) ? b : a;
-    default: return a + b; /* sum, avg */
+    case HCOMM_PROD:
+        return a * b;
+    case HCOMM_MAX:
+        return less_bits(a, b, bits, is_signed) ? b : a;
+    case HCOMM_MIN:
+        return less_bits(b, a, bits, is_signed) ? b : a;
+    default:
+        return a + b; /* sum, avg */
     }
 }
 
-static uint64_t expect_bits(const perf_layout_t *l, size_t j)
-{
+static uint64_t expect_bits(const perf_layout_t *l, size_t j) {
     const perf_dtype_info_t *t = &perf_dtypes[l->dtype];
     const int bits = (int)t->size * 8;
     const int sgn = t->kind == PERF_KIND_SIGNED;
     const pattern_t p = pattern_of(l);
     uint64_t acc = (uint64_t)input_value(p, l->nranks, 0, j);
     for (int r = 1; r < l->nranks; r++)
-        acc = combine_bits(l->op, acc, (uint64_t)input_value(p, l->nranks, r, j),
-                           bits, sgn);
+        acc = combine_bits(
+            l->op, acc, (uint64_t)input_value(p, l->nranks, r, j), bits, sgn);
     if (l->op == HCOMM_AVG) /* the wrapped sum, divided, truncated */
         acc = sgn ? (uint64_t)(sign_extend(acc, bits) / l->nranks)
                   : (acc & mask_bits(bits)) / (uint64_t)l->nranks;
@@ -320,44 +320,50 @@ static uint64_t expect_bits(const perf_layout_t *l, size_t j)
 
 /* As the library specifies avg: float64 divides in double, the others in
  * float (float16 and bfloat16 reduce in fp32), then round to the type. */
-static double avg_real(hcomm_dtype_t dt, double sum, int nranks)
-{
-    if (dt == HCOMM_FLOAT64)
-        return sum / nranks;
+static double avg_real(hcomm_dtype_t dt, double sum, int nranks) {
+    if (dt == HCOMM_FLOAT64) return sum / nranks;
     return (double)((float)sum / (float)nranks);
 }
 
 /* Sums of these small integers are exact in any order, so the order the
  * library reduces in cannot matter. */
-static double expect_real(const perf_layout_t *l, size_t j)
-{
+static double expect_real(const perf_layout_t *l, size_t j) {
     const pattern_t p = pattern_of(l);
     double acc = (double)input_value(p, l->nranks, 0, j);
     for (int r = 1; r < l->nranks; r++) {
         const double v = (double)input_value(p, l->nranks, r, j);
         switch (l->op) {
-        case HCOMM_PROD: acc *= v; break;
-        case HCOMM_MAX: acc = v > acc ? v : acc; break;
-        case HCOMM_MIN: acc = v < acc ? v : acc; break;
-        default: acc += v; break;
+        case HCOMM_PROD:
+            acc *= v;
+            break;
+        case HCOMM_MAX:
+            acc = v > acc ? v : acc;
+            break;
+        case HCOMM_MIN:
+            acc = v < acc ? v : acc;
+            break;
+        default:
+            acc += v;
+            break;
         }
     }
-    if (l->op == HCOMM_AVG)
-        acc = avg_real(l->dtype, acc, l->nranks);
+    if (l->op == HCOMM_AVG) acc = avg_real(l->dtype, acc, l->nranks);
     return round_real(l->dtype, acc);
 }
 
 /* Where recv element k comes from: the reduction over all ranks of input
  * element *j (returns 1), or rank *src's input element *j (returns 0). */
-static int source_of(const perf_layout_t *l, size_t k, int *src, size_t *j)
-{
+static int source_of(const perf_layout_t *l, size_t k, int *src, size_t *j) {
     const size_t me = (size_t)l->rank;
     *src = l->root;
     *j = k;
     switch (l->coll) {
     case PERF_ALLREDUCE:
-    case PERF_REDUCE: return 1;
-    case PERF_REDUCE_SCATTER: *j = me * l->count + k; return 1;
+    case PERF_REDUCE:
+        return 1;
+    case PERF_REDUCE_SCATTER:
+        *j = me * l->count + k;
+        return 1;
     case PERF_ALLGATHER:
         *src = (int)(k / l->count);
         *j = k % l->count;
@@ -366,33 +372,37 @@ static int source_of(const perf_layout_t *l, size_t k, int *src, size_t *j)
         *src = (int)(k / l->count);
         *j = me * l->count + k % l->count;
         return 0;
-    default: return 0; /* broadcast: the root's input */
+    default:
+        return 0; /* broadcast: the root's input */
     }
 }
 
-static size_t checked_elems(const perf_layout_t *l)
-{
+static size_t checked_elems(const perf_layout_t *l) {
     switch (l->coll) {
     case PERF_ALLGATHER:
-    case PERF_ALLTOALL: return l->count * (size_t)l->nranks;
-    case PERF_REDUCE: return l->rank == l->root ? l->count : 0;
-    case PERF_BARRIER: return 0;
-    default: return l->count;
+    case PERF_ALLTOALL:
+        return l->count * (size_t)l->nranks;
+    case PERF_REDUCE:
+        return l->rank == l->root ? l->count : 0;
+    case PERF_BARRIER:
+        return 0;
+    default:
+        return l->count;
     }
 }
 
 static int elem_ok(const perf_layout_t *l, unsigned seed, const void *recv,
-                   size_t k)
-{
+                   size_t k) {
     int src;
     size_t j;
     const int reduced = source_of(l, k, &src, &j);
     j += seed;
     if (is_real(l->dtype)) {
         const double want =
-            reduced ? expect_real(l, j)
-                    : round_real(l->dtype, (double)input_value(
-                                               PAT_MOVE, l->nranks, src, j));
+            reduced
+                ? expect_real(l, j)
+                : round_real(l->dtype,
+                             (double)input_value(PAT_MOVE, l->nranks, src, j));
         return load_real(l->dtype, recv, k) == want;
     }
     const int bits = (int)perf_dtypes[l->dtype].size * 8;
@@ -403,8 +413,7 @@ static int elem_ok(const perf_layout_t *l, unsigned seed, const void *recv,
 }
 
 long long perf_data_wrong(const perf_layout_t *l, unsigned seed,
-                          const void *recv)
-{
+                          const void *recv) {
     const size_t n = checked_elems(l);
     long long wrong = 0;
     for (size_t k = 0; k < n; k++)
@@ -416,21 +425,22 @@ long long perf_data_wrong(const perf_layout_t *l, unsigned seed,
 
 /* nccl-tests' factors: what each rank's link must carry relative to the
  * data size for the best algorithm, so busbw compares with link speed. */
-double perf_busbw_factor(perf_coll_t coll, int nranks)
-{
+double perf_busbw_factor(perf_coll_t coll, int nranks) {
     const double n = nranks;
     switch (coll) {
-    case PERF_ALLREDUCE: return 2.0 * (n - 1) / n;
+    case PERF_ALLREDUCE:
+        return 2.0 * (n - 1) / n;
     case PERF_ALLGATHER:
     case PERF_REDUCE_SCATTER:
-    case PERF_ALLTOALL: return (n - 1) / n;
-    default: return 1.0;
+    case PERF_ALLTOALL:
+        return (n - 1) / n;
+    default:
+        return 1.0;
     }
 }
 
 void perf_side_set(perf_side_t *s, const perf_row_t *row, int nranks,
-                   double time_us, long long wrong)
-{
+                   double time_us, long long wrong) {
     s->valid = 1;
     s->time_us = time_us;
     /* bytes / (us * 1e-6) / 1e9 */
@@ -439,68 +449,55 @@ void perf_side_set(perf_side_t *s, const perf_row_t *row, int nranks,
     s->wrong = wrong;
 }
 
-static int row_ratio(const perf_row_t *row, double *ratio)
-{
-    if (!row->hc.valid || !row->mpi.valid || row->hc.time_us <= 0)
-        return 0;
+static int row_ratio(const perf_row_t *row, double *ratio) {
+    if (!row->hc.valid || !row->mpi.valid || row->hc.time_us <= 0) return 0;
     *ratio = row->mpi.time_us / row->hc.time_us;
     return 1;
 }
 
-static const char *row_type(const perf_opts_t *o, perf_coll_t coll, int json)
-{
-    if (coll == PERF_BARRIER)
-        return "none";
+static const char *row_type(const perf_opts_t *o, perf_coll_t coll, int json) {
+    if (coll == PERF_BARRIER) return "none";
     return json ? perf_dtypes[o->dtype].name : perf_dtypes[o->dtype].label;
 }
 
-static const char *row_op(const perf_opts_t *o, perf_coll_t coll)
-{
+static const char *row_op(const perf_opts_t *o, perf_coll_t coll) {
     return perf_colls[coll].reduces ? perf_op_names[o->op] : "none";
 }
 
 /* --- text output -------------------------------------------------------- */
 
-void perf_print_env(int nranks, const char *mpi_library)
-{
+void perf_print_env(int nranks, const char *mpi_library) {
     printf("# hcomm %s, %s, %d ranks\n", hcomm_version(), mpi_library, nranks);
+    printf("# count: elements per call (allgather, reduce_scatter, alltoall: "
+           "per-rank block)\n");
+    printf("# ratio = MPI time / hcomm time = hcomm busbw / MPI busbw "
+           "(> 1: hcomm faster)\n#\n");
 }
 
-static void print_title(const perf_opts_t *o, perf_coll_t coll, int nranks)
-{
+static void print_title(const perf_opts_t *o, perf_coll_t coll, int nranks) {
     printf("# hcomm_perf: %s, %d ranks", perf_colls[coll].name, nranks);
-    if (coll != PERF_BARRIER)
-        printf(", %s", perf_dtypes[o->dtype].name);
-    if (perf_colls[coll].reduces)
-        printf(" %s", perf_op_names[o->op]);
-    if (perf_colls[coll].rooted)
-        printf(", root %d", o->root);
+    if (coll != PERF_BARRIER) printf(", %s", perf_dtypes[o->dtype].name);
+    if (perf_colls[coll].reduces) printf(" %s", perf_op_names[o->op]);
+    if (perf_colls[coll].rooted) printf(", root %d", o->root);
     printf(", iters %d, warmup %d, trials %d (median of per-trial max over "
            "ranks)\n",
            o->iters, o->warmup, PERF_TRIALS);
 }
 
 static void print_notes(const perf_opts_t *o, perf_coll_t coll,
-                        const char *mpi_na)
-{
-    printf("# %s, check %s; iters is a minimum: raised so a trial lasts "
-           ">= %.0f ms\n",
-           o->inplace && coll != PERF_BARRIER ? "in place" : "out of place",
-           o->check && coll != PERF_BARRIER ? "on" : "off",
+                        const char *mpi_na) {
+    printf("# ");
+    if (coll != PERF_BARRIER)
+        printf("%s, check %s; ", o->inplace ? "in place" : "out of place",
+               o->check ? "on" : "off");
+    printf("iters is a minimum: raised so a trial lasts >= %.0f ms\n",
            PERF_MIN_TRIAL_S * 1e3);
-    printf("# count: elements per call (allgather, reduce_scatter, alltoall: "
-           "per-rank block)\n");
-    printf("# ratio = MPI time / hcomm time = hcomm busbw / MPI busbw "
-           "(> 1: hcomm faster)\n");
-    if (!o->run_hcomm)
-        printf("# hcomm columns: n/a (--mpi-only)\n");
-    if (mpi_na != NULL)
-        printf("# MPI columns: n/a (%s)\n", mpi_na);
+    if (!o->run_hcomm) printf("# hcomm columns: n/a (--mpi-only)\n");
+    if (mpi_na != NULL) printf("# MPI columns: n/a (%s)\n", mpi_na);
 }
 
 /* "------ title ------" over one side's 30 columns. */
-static void print_banner(const char *title)
-{
+static void print_banner(const char *title) {
     const int width = 30, len = (int)strlen(title) + 2;
     const int left = (width - len) / 2;
     printf("  %.*s %s %.*s", left, "------------------------------", title,
@@ -509,8 +506,7 @@ static void print_banner(const char *title)
 
 /* Widths follow nccl-tests so scripts written for its tables still cut the
  * right columns: 52 for the prefix, 32 per side, 8 for the ratio. */
-static void print_columns(void)
-{
+static void print_columns(void) {
     printf("#%51s", "");
     print_banner("hcomm");
     print_banner("MPI");
@@ -526,18 +522,15 @@ static void print_columns(void)
 }
 
 void perf_print_header(const perf_opts_t *o, perf_coll_t coll, int nranks,
-                       const char *mpi_na)
-{
-    if (o->json)
-        return;
+                       const char *mpi_na) {
+    if (o->json) return;
     print_title(o, coll, nranks);
     print_notes(o, coll, mpi_na);
     print_columns();
 }
 
 /* nccl-tests' time format: at most 7 characters. */
-static void format_time(char *buf, size_t len, double us)
-{
+static void format_time(char *buf, size_t len, double us) {
     if (us >= 10000.0)
         snprintf(buf, len, "%.0f", us);
     else if (us >= 100.0)
@@ -546,8 +539,7 @@ static void format_time(char *buf, size_t len, double us)
         snprintf(buf, len, "%.2f", us);
 }
 
-static void print_side_text(const perf_side_t *s)
-{
+static void print_side_text(const perf_side_t *s) {
     char t[32], a[32], b[32], w[32];
     if (!s->valid) {
         printf("  %7s  %6s  %6s  %5s", "n/a", "n/a", "n/a", "n/a");
@@ -563,8 +555,7 @@ static void print_side_text(const perf_side_t *s)
     printf("  %7s  %6s  %6s  %5s", t, a, b, w);
 }
 
-static void print_row_text(const perf_opts_t *o, const perf_row_t *row)
-{
+static void print_row_text(const perf_opts_t *o, const perf_row_t *row) {
     double ratio;
     printf("%12zu  %12zu  %8s  %6s  %6d", row->bytes, row->count,
            row_type(o, row->coll, 0), row_op(o, row->coll), row->root);
@@ -578,8 +569,7 @@ static void print_row_text(const perf_opts_t *o, const perf_row_t *row)
 
 /* --- JSON output -------------------------------------------------------- */
 
-static void print_side_json(const char *name, const perf_side_t *s)
-{
+static void print_side_json(const char *name, const perf_side_t *s) {
     printf("\"%s\":", name);
     if (!s->valid) {
         printf("{\"time_us\":null,\"algbw\":null,\"busbw\":null,"
@@ -598,14 +588,12 @@ static void print_side_json(const char *name, const perf_side_t *s)
  * and a killed run still leaves valid lines. Names are fixed identifiers,
  * so no string needs escaping. */
 static void print_row_json(const perf_opts_t *o, const perf_row_t *row,
-                           int nranks)
-{
+                           int nranks) {
     double ratio;
     printf("{\"collective\":\"%s\",\"size\":%zu,\"count\":%zu,"
            "\"type\":\"%s\",\"redop\":\"%s\",\"root\":%d,\"nranks\":%d,",
            perf_colls[row->coll].name, row->bytes, row->count,
-           row_type(o, row->coll, 1), row_op(o, row->coll), row->root,
-           nranks);
+           row_type(o, row->coll, 1), row_op(o, row->coll), row->root, nranks);
     print_side_json("hcomm", &row->hc);
     printf(",");
     print_side_json("mpi", &row->mpi);
@@ -615,8 +603,7 @@ static void print_row_json(const perf_opts_t *o, const perf_row_t *row,
         printf(",\"ratio\":null}\n");
 }
 
-void perf_print_row(const perf_opts_t *o, const perf_row_t *row, int nranks)
-{
+void perf_print_row(const perf_opts_t *o, const perf_row_t *row, int nranks) {
     if (o->json)
         print_row_json(o, row, nranks);
     else
@@ -626,20 +613,17 @@ void perf_print_row(const perf_opts_t *o, const perf_row_t *row, int nranks)
 
 /* --- summary ------------------------------------------------------------ */
 
-void perf_summary_add(perf_summary_t *s, const perf_row_t *row)
-{
+void perf_summary_add(perf_summary_t *s, const perf_row_t *row) {
     const perf_side_t *sides[2] = {&row->hc, &row->mpi};
     double ratio;
     for (int i = 0; i < 2; i++) {
-        if (!sides[i]->valid)
-            continue;
+        if (!sides[i]->valid) continue;
         s->busbw_sum[i] += sides[i]->busbw;
         s->busbw_n[i]++;
-        if (sides[i]->wrong > 0)
-            s->wrong[i] += sides[i]->wrong;
+        if (sides[i]->wrong >= 0) s->checked = 1;
+        if (sides[i]->wrong > 0) s->wrong[i] += sides[i]->wrong;
     }
-    if (!row_ratio(row, &ratio))
-        return;
+    if (!row_ratio(row, &ratio)) return;
     if (s->nratios == s->cap) {
         const size_t cap = s->cap ? 2 * s->cap : 64;
         double *p = realloc(s->ratios, cap * sizeof *p);
@@ -651,14 +635,12 @@ void perf_summary_add(perf_summary_t *s, const perf_row_t *row)
     s->ratios[s->nratios++] = ratio;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
+static int cmp_double(const void *a, const void *b) {
     const double x = *(const double *)a, y = *(const double *)b;
     return (x > y) - (x < y);
 }
 
-static void print_avg_busbw(const perf_summary_t *s)
-{
+static void print_avg_busbw(const perf_summary_t *s) {
     const char *names[2] = {"hcomm", "MPI"};
     printf("# Avg bus bandwidth:");
     for (int i = 0; i < 2; i++) {
@@ -671,28 +653,26 @@ static void print_avg_busbw(const perf_summary_t *s)
     printf("\n");
 }
 
-void perf_print_summary(const perf_opts_t *o, perf_summary_t *s)
-{
-    if (o->json)
-        return;
+void perf_print_summary(const perf_opts_t *o, perf_summary_t *s) {
+    if (o->json) return;
     print_avg_busbw(s);
     if (s->nratios == 0) {
         printf("# Median ratio: n/a\n");
     } else {
         const size_t n = s->nratios;
         qsort(s->ratios, n, sizeof *s->ratios, cmp_double);
-        const double med = n % 2 ? s->ratios[n / 2]
-                                 : (s->ratios[n / 2 - 1] + s->ratios[n / 2]) / 2;
+        const double med = n % 2
+                               ? s->ratios[n / 2]
+                               : (s->ratios[n / 2 - 1] + s->ratios[n / 2]) / 2;
         printf("# Median ratio: %.2f\n", med);
     }
-    if (o->check)
+    if (s->checked)
         printf("# Wrong elements: hcomm %lld, MPI %lld %s\n", s->wrong[0],
                s->wrong[1], s->wrong[0] || s->wrong[1] ? "FAILED" : "OK");
     printf("#\n");
 }
 
-void perf_summary_free(perf_summary_t *s)
-{
+void perf_summary_free(perf_summary_t *s) {
     free(s->ratios);
     memset(s, 0, sizeof *s);
 }
