@@ -97,8 +97,14 @@ static hcomm_status_t make_transport(hcomm_comm_impl_t *c, int ucx_everywhere) {
     int use_ucx = strcmp(want, "mpi") != 0 && ucx_everywhere;
     if (strcmp(want, "ucx") == 0 && !ucx_everywhere)
         return hcomm_error(HCOMM_ERR_UNSUPPORTED,
+#ifdef HAVE_UCX
                            "HCOMM_TRANSPORT=ucx, but UCX did not initialise "
-                           "on every rank (set HCOMM_DEBUG=info for why)");
+                           "on every rank (set HCOMM_DEBUG=info for why)"
+#else
+                           "HCOMM_TRANSPORT=ucx, but HCOMM was built without "
+                           "UCX"
+#endif
+        );
     if (use_ucx) return hcomm_ucx_tp_create(c->mpi_comm, c->id, &c->tp);
     return hcomm_mpi_tp_create(c->mpi_comm, &c->tp);
 }

@@ -20,6 +20,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#ifdef HAVE_UCX
+
 /* Creates the UCP context (UCP_FEATURE_TAG) and the worker (thread mode
  * MULTI when thread_multiple, else SERIALIZED). Reads the usual UCX_*
  * environment variables. A second call while initialised is a no-op. */
@@ -51,5 +53,26 @@ int hcomm_ucx_num_endpoints(void);
  * truncated to len. For diagnostics; not on any fast path. */
 hcomm_status_t hcomm_ucx_describe_ep(hcomm_tp_t *tp, int peer, char *buf,
                                      size_t len);
+
+#else /* built without UCX: the MPI transport serves every communicator */
+
+static inline hcomm_status_t hcomm_ucx_init(int thread_multiple) {
+    (void)thread_multiple;
+    return HCOMM_ERR_UNSUPPORTED;
+}
+static inline void hcomm_ucx_finalize(void) {}
+static inline int hcomm_ucx_available(void) {
+    return 0;
+}
+static inline hcomm_status_t hcomm_ucx_tp_create(MPI_Comm comm,
+                                                 uint16_t comm_id,
+                                                 hcomm_tp_t **out) {
+    (void)comm;
+    (void)comm_id;
+    (void)out;
+    return HCOMM_ERR_UNSUPPORTED;
+}
+
+#endif /* HAVE_UCX */
 
 #endif
