@@ -7,7 +7,10 @@
  * of earlier steps, or -1) have completed, and once every step before its
  * epoch has (hcomm_plan_fence starts a new epoch). Nothing else orders steps:
  * the executor and the verifier may run ready steps in any order, so every
- * hazard must be a dependency or a fence.
+ * hazard must be a dependency or a fence. The executor looks at most 256
+ * steps past the first incomplete one, so append the steps of every rank in
+ * the same logical order (interleave peers chunk by chunk), or a rank can
+ * wait on a step its peer has not reached.
  * Plans never write to HCOMM_BUF_SEND. Offsets and counts are in elements. */
 #ifndef HCOMM_COLL_PLAN_H
 #define HCOMM_COLL_PLAN_H

@@ -23,6 +23,10 @@ typedef struct {
      * allreduce sendbufs[r] == recvbufs[r]. */
     void **sendbufs;
     void **recvbufs;
+    /* Optional, per rank (NULL: algo and root everywhere): for plans that
+     * differ between ranks, such as a send on one and a recv on another. */
+    const hcomm_algo_t *const *rank_algos;
+    const int *rank_roots;
 } hcomm_verify_args_t;
 
 /* Runs to completion. On failure returns an error and writes why to err

@@ -7,6 +7,7 @@
 #include "core/config.h"
 #include "kernels/reduce.h"
 #include "mpi_check.h"
+#include "reference.h"
 
 #include <mpi.h>
 #include <stdint.h>
@@ -14,108 +15,6 @@
 #include <string.h>
 
 static int rank, nranks;
-
-static int is_float(hcomm_dtype_t t) {
-    return t >= HCOMM_FLOAT16;
-}
-static int is_signed(hcomm_dtype_t t) {
-    return t == HCOMM_INT8 || t == HCOMM_INT32 || t == HCOMM_INT64;
-}
-
-/* The input of rank r at index i: small integers, chosen so that int8 and
- * uint8 sums and products wrap and float results stay exact. */
-static int64_t input(hcomm_dtype_t t, hcomm_op_t op, int r, size_t i) {
-    int narrow = t == HCOMM_INT8 || t == HCOMM_UINT8;
-    switch (op) {
-    case HCOMM_PROD: {
-        static const int64_t s[3] = {1, -1, 2}, u[3] = {1, 2, 3};
-        return (is_signed(t) || is_float(t) ? s : u)[(r + i) % 3];
-    }
-    case HCOMM_MAX:
-    case HCOMM_MIN: {
-        int64_t v = (int64_t)((r * 13 + i * 5) % 17);
-        return is_signed(t) || is_float(t) ? v - 8 : v;
-    }
-    default: {
-        if (narrow) return (int64_t)((r * 37 + i * 11) % 120);
-        int64_t v = (int64_t)((r * 7 + i * 3) % 11);
-        return is_signed(t) || is_float(t) ? v - 5 : v;
-    }
-    }
-}
-
-static void store(hcomm_dtype_t t, void *buf, size_t i, double f, int64_t v) {
-    char *p = (char *)buf + i * hcomm_dtype_size(t);
-    switch (t) {
-    case HCOMM_INT8:
-    case HCOMM_UINT8: *(uint8_t *)p = (uint8_t)v; break;
-    case HCOMM_INT32:
-    case HCOMM_UINT32: *(uint32_t *)p = (uint32_t)v; break;
-    case HCOMM_INT64:
-    case HCOMM_UINT64: *(uint64_t *)p = (uint64_t)v; break;
-    case HCOMM_FLOAT16: {
-        _Float16 h = (_Float16)(float)f;
-        memcpy(p, &h, 2);
-        break;
-    }
-    case HCOMM_BFLOAT16: {
-        uint16_t b = hcomm_float_to_bf16((float)f);
-        memcpy(p, &b, 2);
-        break;
-    }
-    case HCOMM_FLOAT32: *(float *)p = (float)f; break;
-    case HCOMM_FLOAT64: *(double *)p = f; break;
-    default: break;
-    }
-}
-
-/* The reduction of every rank's input at index i, written into buf[i]. */
-static void expect(hcomm_dtype_t t, hcomm_op_t op, int n, size_t i, void *buf) {
-    uint64_t acc = op == HCOMM_PROD ? 1 : 0;
-    int64_t best = input(t, op, 0, i);
-    double facc = op == HCOMM_PROD ? 1 : 0;
-    for (int r = 0; r < n; r++) {
-        int64_t v = input(t, op, r, i);
-        if (op == HCOMM_PROD) {
-            acc *= (uint64_t)v;
-            facc *= (double)v;
-        } else {
-            acc += (uint64_t)v;
-            facc += (double)v;
-        }
-        if (op == HCOMM_MAX && v > best) best = v;
-        if (op == HCOMM_MIN && v < best) best = v;
-    }
-    if (op == HCOMM_MAX || op == HCOMM_MIN) {
-        store(t, buf, i, (double)best, best);
-        return;
-    }
-    if (op != HCOMM_AVG || !is_float(t)) {
-        store(t, buf, i, facc, (int64_t)acc);
-        if (op != HCOMM_AVG) return;
-        /* Integer average: the wrapped sum, divided in the type. */
-        char *p = (char *)buf + i * hcomm_dtype_size(t);
-        switch (t) {
-        case HCOMM_INT8: *(int8_t *)p = (int8_t)(*(int8_t *)p / n); break;
-        case HCOMM_UINT8: *(uint8_t *)p = (uint8_t)(*(uint8_t *)p / n); break;
-        case HCOMM_INT32: *(int32_t *)p /= n; break;
-        case HCOMM_UINT32: *(uint32_t *)p /= (uint32_t)n; break;
-        case HCOMM_INT64: *(int64_t *)p /= n; break;
-        case HCOMM_UINT64: *(uint64_t *)p /= (uint64_t)n; break;
-        default: break;
-        }
-        return;
-    }
-    if (t == HCOMM_FLOAT64)
-        store(t, buf, i, facc / n, 0);
-    else /* fp32, fp16, bf16: divided in fp32, then rounded to the type */
-        store(t, buf, i, (double)((float)facc / (float)n), 0);
-}
-
-static const char *dtype_names[] = {"int8",    "uint8",    "int32", "uint32",
-                                    "int64",   "uint64",   "float16",
-                                    "bfloat16", "float32", "float64"};
-static const char *op_names[] = {"sum", "prod", "max", "min", "avg"};
 
 /* One allreduce on comm, checked element by element. misalign shifts both
  * buffers by one byte. */
@@ -127,17 +26,14 @@ static void run_one(hcomm_comm_t comm, int n, hcomm_dtype_t t, hcomm_op_t op,
     char *sraw = malloc(bytes + 2), *rraw = malloc(bytes + 2);
     char *want = malloc(bytes + 1);
     char *sbuf = sraw + misalign, *rbuf = rraw + misalign;
-    for (size_t i = 0; i < count; i++) {
-        int64_t v = input(t, op, r, i);
-        store(t, sbuf, i, (double)v, v);
-        expect(t, op, n, i, want);
-    }
+    ref_fill(t, op, r, sbuf, count);
+    for (size_t i = 0; i < count; i++) ref_expect(t, op, n, 0, i, want);
     if (inplace) memcpy(rbuf, sbuf, bytes);
     else memset(rbuf, 0x5a, bytes);
     hcomm_status_t st = hcomm_allreduce(inplace ? rbuf : sbuf, rbuf, count, t,
                                         op, comm);
     CHECK(st == HCOMM_SUCCESS, "%s %s %s count %zu: %s (%s)", algo,
-          dtype_names[t], op_names[op], count, hcomm_strerror(st),
+          ref_dtype_names[t], ref_op_names[op], count, hcomm_strerror(st),
           hcomm_last_error());
     size_t bad = 0, first = 0;
     for (size_t i = 0; i < count; i++)
@@ -145,7 +41,7 @@ static void run_one(hcomm_comm_t comm, int n, hcomm_dtype_t t, hcomm_op_t op,
             first = i;
     CHECK(bad == 0,
           "%s %s %s count %zu %s%s: %zu wrong elements, first at %zu", algo,
-          dtype_names[t], op_names[op], count,
+          ref_dtype_names[t], ref_op_names[op], count,
           inplace ? "in place" : "out of place", misalign ? " misaligned" : "",
           bad, first);
     free(sraw);

@@ -24,7 +24,7 @@ int main(int argc, char **argv) {
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &n);
     check_rank = rank;
-    float x[4] = {1, 2, 3, 4}, y[4];
+    float x[4] = {1, 2, 3, 4}, y[64];
     hcomm_comm_t comm = HCOMM_COMM_NULL, freed;
     hcomm_request_t req;
 
@@ -90,8 +90,52 @@ int main(int argc, char **argv) {
     CHECK(strcmp(hcomm_strerror(HCOMM_ERR_TIMEOUT), "timeout") == 0,
           "strerror names the status");
 
-    /* Zero elements: a no-op, NULL buffers allowed. */
+    /* Zero elements: a no-op for every collective, NULL buffers allowed. */
     CHECK_OK(hcomm_allreduce(NULL, NULL, 0, HCOMM_FLOAT32, HCOMM_SUM, comm));
+    CHECK_OK(hcomm_allgather(NULL, NULL, 0, HCOMM_INT8, comm));
+    CHECK_OK(hcomm_reduce_scatter(NULL, NULL, 0, HCOMM_INT8, HCOMM_MAX, comm));
+    CHECK_OK(hcomm_broadcast(NULL, 0, HCOMM_INT8, n - 1, comm));
+    CHECK_OK(hcomm_reduce(NULL, NULL, 0, HCOMM_INT8, HCOMM_SUM, 0, comm));
+    CHECK_OK(hcomm_alltoall(NULL, NULL, 0, HCOMM_INT8, comm));
+    CHECK_OK(hcomm_gather(NULL, NULL, 0, HCOMM_INT8, 0, comm));
+    CHECK_OK(hcomm_scatter(NULL, NULL, 0, HCOMM_INT8, 0, comm));
+    CHECK_OK(hcomm_send(NULL, 0, HCOMM_INT8, (rank + 1) % n, 0, comm));
+    CHECK_OK(hcomm_recv(NULL, 0, HCOMM_INT8, (rank + n - 1) % n, 0, comm));
+
+    /* Roots, peers and tags out of range. */
+    EXPECT_ERR(HCOMM_ERR_INVALID_ARG,
+               hcomm_broadcast(x, 4, HCOMM_FLOAT32, n, comm));
+    EXPECT_ERR(HCOMM_ERR_INVALID_ARG,
+               hcomm_broadcast(x, 4, HCOMM_FLOAT32, -1, comm));
+    EXPECT_ERR(HCOMM_ERR_INVALID_ARG,
+               hcomm_reduce(x, y, 4, HCOMM_FLOAT32, HCOMM_SUM, n, comm));
+    EXPECT_ERR(HCOMM_ERR_INVALID_ARG,
+               hcomm_gather(x, y, 1, HCOMM_FLOAT32, n + 5, comm));
+    EXPECT_ERR(HCOMM_ERR_INVALID_ARG,
+               hcomm_scatter(x, y, 1, HCOMM_FLOAT32, -2, comm));
+    EXPECT_ERR(HCOMM_ERR_INVALID_ARG,
+               hcomm_send(x, 4, HCOMM_FLOAT32, n, 0, comm));
+    EXPECT_ERR(HCOMM_ERR_INVALID_ARG,
+               hcomm_recv(y, 4, HCOMM_FLOAT32, 0, HCOMM_TAG_MAX + 1, comm));
+    EXPECT_ERR(HCOMM_ERR_INVALID_ARG,
+               hcomm_send(x, 4, HCOMM_FLOAT32, 0, -1, comm));
+    /* Overlapping buffers that are not the in-place form. */
+    {
+        float big[64];
+        EXPECT_ERR(HCOMM_ERR_INVALID_ARG,
+                   hcomm_allreduce(big, big + 1, 4, HCOMM_FLOAT32, HCOMM_SUM,
+                                   comm));
+        EXPECT_ERR(HCOMM_ERR_INVALID_ARG,
+                   hcomm_alltoall(big, big + 1, 2, HCOMM_FLOAT32, comm));
+        EXPECT_ERR(HCOMM_ERR_INVALID_ARG,
+                   hcomm_reduce_scatter(big, big + 1, 2, HCOMM_FLOAT32,
+                                        HCOMM_SUM, comm));
+        EXPECT_ERR(HCOMM_ERR_INVALID_ARG,
+                   hcomm_allgather(big + 1, big, 2, HCOMM_FLOAT32, comm));
+        EXPECT_ERR(HCOMM_ERR_INVALID_ARG,
+                   hcomm_ialltoall(big, big + 1, 2, HCOMM_FLOAT32, comm, &req));
+        CHECK(req == HCOMM_REQUEST_NULL, "a refused call gives no request");
+    }
 
     /* After all that, the communicator still works. */
     CHECK_OK(hcomm_allreduce(x, y, 4, HCOMM_FLOAT32, HCOMM_SUM, comm));

@@ -1,0 +1,353 @@
+/* Every collective end to end: every dtype (and op where it reduces) x
+ * every algorithm x in place and out of place x every root, counts around
+ * the rank count, results compared bit for bit with references computed
+ * here; non-blocking collectives in flight on several communicators at
+ * once; and one long interleaved sequence of 1000 calls, each checked. */
+#include "coll/plan.h"
+#include "coll/select.h"
+#include "mpi_check.h"
+#include "reference.h"
+
+#include <mpi.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static int nranks, rank;
+
+typedef struct {
+    hcomm_coll_t coll;
+    hcomm_dtype_t t;
+    hcomm_op_t op;
+    size_t count;
+    int root;
+    int inplace;
+    const char *algo;
+} shape_t;
+
+static int reduces(hcomm_coll_t c) {
+    return c == HCOMM_COLL_ALLREDUCE || c == HCOMM_COLL_REDUCE_SCATTER ||
+           c == HCOMM_COLL_REDUCE;
+}
+static int rooted(hcomm_coll_t c) {
+    return c == HCOMM_COLL_BCAST || c == HCOMM_COLL_REDUCE ||
+           c == HCOMM_COLL_GATHER || c == HCOMM_COLL_SCATTER;
+}
+
+/* Rank r's element at global index i of the data it starts with. */
+static void input_at(const shape_t *s, int r, size_t i, void *buf, size_t j) {
+    int64_t v = ref_input(s->t, reduces(s->coll) ? s->op : HCOMM_SUM, r, i);
+    ref_store(s->t, buf, j, (double)v, v);
+}
+
+/* Fills the send side and the expected receive side for this rank, and
+ * returns the buffers to pass, honouring the in-place forms of hcomm.h. */
+typedef struct {
+    char *send, *recv, *want;
+    size_t want_count; /* elements of recv to check (0: none) */
+    char *mem_send, *mem_recv;
+} bufs_t;
+
+static void prepare(const shape_t *s, int n, int r, bufs_t *b) {
+    size_t es = hcomm_dtype_size(s->t), c = s->count, nc = (size_t)n * c;
+    size_t rcount = hcomm_coll_recv_count(s->coll, n, r, s->root, c);
+    memset(b, 0, sizeof(*b));
+    b->mem_send = malloc(nc * es + 1);
+    b->mem_recv = malloc(nc * es + 1);
+    b->want = malloc(nc * es + 1);
+    b->send = b->mem_send;
+    b->recv = b->mem_recv;
+    memset(b->recv, 0x5a, nc * es + 1);
+    b->want_count = rcount;
+    switch (s->coll) {
+    case HCOMM_COLL_ALLGATHER:
+    case HCOMM_COLL_GATHER:
+        for (size_t i = 0; i < c; i++) input_at(s, r, r * c + i, b->send, i);
+        for (int q = 0; q < n && rcount; q++)
+            for (size_t i = 0; i < c; i++)
+                input_at(s, q, q * c + i, b->want, q * c + i);
+        if (s->inplace && rcount) {
+            b->send = b->recv + (size_t)r * c * es;
+            memcpy(b->send, b->mem_send, c * es);
+        }
+        break;
+    case HCOMM_COLL_REDUCE_SCATTER:
+        for (size_t i = 0; i < nc; i++) input_at(s, r, i, b->send, i);
+        for (size_t i = 0; i < c; i++)
+            ref_expect(s->t, s->op, n, r * c, i, b->want);
+        if (s->inplace) b->recv = b->send + (size_t)r * c * es;
+        break;
+    case HCOMM_COLL_SCATTER:
+        if (r == s->root)
+            for (size_t i = 0; i < nc; i++) input_at(s, r, i, b->send, i);
+        for (size_t i = 0; i < c; i++)
+            input_at(s, s->root, r * c + i, b->want, i);
+        if (s->inplace && r == s->root) b->recv = b->send + (size_t)r * c * es;
+        break;
+    case HCOMM_COLL_BCAST:
+        if (r == s->root)
+            for (size_t i = 0; i < c; i++) input_at(s, r, i, b->recv, i);
+        for (size_t i = 0; i < c; i++) input_at(s, s->root, i, b->want, i);
+        b->send = b->recv;
+        break;
+    case HCOMM_COLL_ALLTOALL:
+        for (size_t i = 0; i < nc; i++) input_at(s, r, i, b->send, i);
+        for (int q = 0; q < n; q++)
+            for (size_t i = 0; i < c; i++)
+                input_at(s, q, r * c + i, b->want, q * c + i);
+        if (s->inplace) {
+            memcpy(b->recv, b->send, nc * es);
+            b->send = b->recv;
+        }
+        break;
+    default: /* allreduce, reduce */
+        for (size_t i = 0; i < c; i++) input_at(s, r, i, b->send, i);
+        for (size_t i = 0; i < c && rcount; i++)
+            ref_expect(s->t, s->op, n, 0, i, b->want);
+        if (s->inplace && rcount) {
+            memcpy(b->recv, b->send, c * es);
+            b->send = b->recv;
+        }
+        break;
+    }
+}
+
+static hcomm_status_t start(const shape_t *s, bufs_t *b, hcomm_comm_t comm,
+                            hcomm_request_t *req) {
+    size_t c = s->count;
+    switch (s->coll) {
+    case HCOMM_COLL_ALLREDUCE:
+        return hcomm_iallreduce(b->send, b->recv, c, s->t, s->op, comm, req);
+    case HCOMM_COLL_ALLGATHER:
+        return hcomm_iallgather(b->send, b->recv, c, s->t, comm, req);
+    case HCOMM_COLL_REDUCE_SCATTER:
+        return hcomm_ireduce_scatter(b->send, b->recv, c, s->t, s->op, comm,
+                                     req);
+    case HCOMM_COLL_BCAST:
+        return hcomm_ibroadcast(b->recv, c, s->t, s->root, comm, req);
+    case HCOMM_COLL_REDUCE:
+        return hcomm_ireduce(b->send, b->recv, c, s->t, s->op, s->root, comm,
+                             req);
+    case HCOMM_COLL_ALLTOALL:
+        return hcomm_ialltoall(b->send, b->recv, c, s->t, comm, req);
+    case HCOMM_COLL_GATHER:
+        return hcomm_igather(b->send, b->recv, c, s->t, s->root, comm, req);
+    case HCOMM_COLL_SCATTER:
+        return hcomm_iscatter(b->send, b->recv, c, s->t, s->root, comm, req);
+    default: return hcomm_ibarrier(comm, req);
+    }
+}
+
+static void describe(const shape_t *s, char *out, size_t len) {
+    snprintf(out, len, "%s[%s] %s %s count %zu root %d %s",
+             hcomm_coll_name(s->coll), s->algo, ref_dtype_names[s->t],
+             reduces(s->coll) ? ref_op_names[s->op] : "-", s->count, s->root,
+             s->inplace ? "in place" : "out of place");
+}
+
+static void finish(const shape_t *s, bufs_t *b, hcomm_status_t st) {
+    char what[160];
+    describe(s, what, sizeof(what));
+    CHECK(st == HCOMM_SUCCESS, "%s: %s (%s)", what, hcomm_strerror(st),
+          hcomm_last_error());
+    size_t es = hcomm_dtype_size(s->t), bad = 0, first = 0;
+    for (size_t i = 0; i < b->want_count; i++)
+        if (memcmp(b->recv + i * es, b->want + i * es, es) != 0 && bad++ == 0)
+            first = i;
+    CHECK(bad == 0, "%s: %zu wrong elements, first at %zu", what, bad, first);
+    free(b->mem_send);
+    free(b->mem_recv);
+    free(b->want);
+}
+
+static void run_blocking(const shape_t *s, hcomm_comm_t comm) {
+    int n, r;
+    bufs_t b;
+    hcomm_comm_size(comm, &n);
+    hcomm_comm_rank(comm, &r);
+    prepare(s, n, r, &b);
+    hcomm_request_t req = HCOMM_REQUEST_NULL;
+    hcomm_status_t st = start(s, &b, comm, &req);
+    if (st == HCOMM_SUCCESS) st = hcomm_wait(&req);
+    finish(s, &b, st);
+}
+
+static const hcomm_coll_t colls[] = {
+    HCOMM_COLL_ALLREDUCE, HCOMM_COLL_ALLGATHER, HCOMM_COLL_REDUCE_SCATTER,
+    HCOMM_COLL_BCAST,     HCOMM_COLL_REDUCE,    HCOMM_COLL_ALLTOALL,
+    HCOMM_COLL_GATHER,    HCOMM_COLL_SCATTER};
+#define NCOLLS (sizeof(colls) / sizeof(colls[0]))
+
+/* One collective: every dtype x op x in place x root x count with the
+ * default choice, then every algorithm on a smaller set of types. */
+static void test_collective(hcomm_coll_t coll, hcomm_comm_t comm) {
+    size_t counts[] = {0, 1, 2, 7, (size_t)nranks + 1, 1031};
+    int nroots = rooted(coll) ? nranks : 1;
+    shape_t s = {.coll = coll, .algo = "auto"};
+    for (int t = 0; t < HCOMM_DTYPE_COUNT; t++)
+        for (int op = 0; op < (reduces(coll) ? HCOMM_OP_COUNT : 1); op++)
+            for (int root = 0; root < nroots; root++)
+                for (int ip = 0; ip < 2; ip++)
+                    for (size_t k = 0; k < sizeof(counts) / sizeof(*counts);
+                         k++) {
+                        s.t = (hcomm_dtype_t)t;
+                        s.op = (hcomm_op_t)op;
+                        s.root = root;
+                        s.inplace = ip;
+                        s.count = counts[k];
+                        run_blocking(&s, comm);
+                    }
+    for (int a = 0; a < hcomm_nalgos; a++) {
+        if (hcomm_algos[a].coll != coll) continue;
+        char spec[96];
+        snprintf(spec, sizeof(spec), "%s=%s", hcomm_coll_name(coll),
+                 hcomm_algos[a].name);
+        CHECK_OK(hcomm_select_configure(spec));
+        s.algo = hcomm_algos[a].name;
+        static const hcomm_dtype_t types[] = {HCOMM_INT32, HCOMM_BFLOAT16,
+                                              HCOMM_UINT8};
+        for (int t = 0; t < 3; t++)
+            for (int root = 0; root < nroots; root++)
+                for (int ip = 0; ip < 2; ip++)
+                    for (size_t k = 0; k < sizeof(counts) / sizeof(*counts);
+                         k++) {
+                        s.t = types[t];
+                        s.op = t == 1 ? HCOMM_MAX : HCOMM_SUM;
+                        s.root = root;
+                        s.inplace = ip;
+                        s.count = counts[k];
+                        run_blocking(&s, comm);
+                    }
+        /* Big enough for several pipeline chunks. */
+        s.t = HCOMM_FLOAT32;
+        s.op = HCOMM_SUM;
+        s.root = nranks - 1;
+        s.inplace = 0;
+        s.count = (300u << 10) + 3;
+        run_blocking(&s, comm);
+    }
+    CHECK_OK(hcomm_select_configure(""));
+}
+
+static double now(void) {
+    struct timespec ts; /* one clock for every process of the node */
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static void test_barrier(hcomm_comm_t comm) {
+    /* The last rank arrives late: nobody may leave before it came. */
+    for (int round = 0; round < 3; round++) {
+        double arrived = 0;
+        if (rank == nranks - 1) {
+            struct timespec d = {0, 20 * 1000 * 1000};
+            nanosleep(&d, NULL);
+            arrived = now();
+        }
+        CHECK_OK(hcomm_barrier(comm));
+        double left = now();
+        MPI_Bcast(&arrived, 1, MPI_DOUBLE, nranks - 1, MPI_COMM_WORLD);
+        CHECK(left >= arrived, "left the barrier %.6f s before the last rank "
+                               "arrived", arrived - left);
+    }
+}
+
+static void test_send_recv(hcomm_comm_t comm) {
+    size_t counts[] = {0, 1, 1031, 300003};
+    for (size_t k = 0; k < 4; k++) {
+        size_t c = counts[k];
+        int *out = malloc(c * sizeof(int) + 1), *in = malloc(c * sizeof(int) + 1);
+        for (size_t i = 0; i < c; i++) out[i] = rank * 1000003 + (int)i;
+        int right = (rank + 1) % nranks, left = (rank - 1 + nranks) % nranks;
+        hcomm_request_t req[2];
+        CHECK_OK(hcomm_irecv(in, c, HCOMM_INT32, left, 7, comm, &req[0]));
+        CHECK_OK(hcomm_isend(out, c, HCOMM_INT32, right, 7, comm, &req[1]));
+        CHECK_OK(hcomm_waitall(2, req));
+        size_t bad = 0;
+        for (size_t i = 0; i < c; i++) bad += in[i] != left * 1000003 + (int)i;
+        CHECK(bad == 0, "ring send/recv of %zu: %zu wrong", c, bad);
+        /* Blocking, in pairs; tags keep two messages apart. */
+        int peer = rank ^ 1;
+        if (peer < nranks) {
+            int a = rank, b = -1, a2 = rank + 100, b2 = -1;
+            if (rank % 2 == 0) {
+                CHECK_OK(hcomm_send(&a, 1, HCOMM_INT32, peer, 1, comm));
+                CHECK_OK(hcomm_send(&a2, 1, HCOMM_INT32, peer, 2, comm));
+                CHECK_OK(hcomm_recv(&b, 1, HCOMM_INT32, peer, 1, comm));
+            } else {
+                CHECK_OK(hcomm_recv(&b2, 1, HCOMM_INT32, peer, 2, comm));
+                CHECK_OK(hcomm_recv(&b, 1, HCOMM_INT32, peer, 1, comm));
+                CHECK_OK(hcomm_send(&a, 1, HCOMM_INT32, peer, 1, comm));
+                CHECK(b2 == peer + 100, "tag 2 delivered %d", b2);
+            }
+            CHECK(b == peer, "pair send/recv got %d", b);
+        }
+        free(out);
+        free(in);
+    }
+}
+
+/* Collectives in flight on three communicators at once, waited in another
+ * order than started. */
+static void test_concurrent(hcomm_comm_t world) {
+    hcomm_comm_t half, dup;
+    CHECK_OK(hcomm_comm_split(world, rank % 2, rank, &half));
+    CHECK_OK(hcomm_comm_dup(world, &dup));
+    shape_t s[3] = {
+        {HCOMM_COLL_ALLGATHER, HCOMM_INT64, HCOMM_SUM, 999, 0, 0, "auto"},
+        {HCOMM_COLL_BCAST, HCOMM_FLOAT32, HCOMM_SUM, 70001, 0, 0, "auto"},
+        {HCOMM_COLL_REDUCE_SCATTER, HCOMM_INT32, HCOMM_SUM, 513, 0, 1, "auto"}};
+    s[1].root = nranks - 1;
+    hcomm_comm_t comms[3] = {half, dup, world};
+    bufs_t b[3];
+    hcomm_request_t req[3];
+    for (int i = 0; i < 3; i++) {
+        int n, r;
+        hcomm_comm_size(comms[i], &n);
+        hcomm_comm_rank(comms[i], &r);
+        if (i == 1 && s[1].root >= n) s[1].root = n - 1;
+        prepare(&s[i], n, r, &b[i]);
+        CHECK_OK(start(&s[i], &b[i], comms[i], &req[i]));
+    }
+    for (int i = 2; i >= 0; i--) finish(&s[i], &b[i], hcomm_wait(&req[i]));
+    CHECK_OK(hcomm_comm_free(&half));
+    CHECK_OK(hcomm_comm_free(&dup));
+}
+
+/* 1000 calls of every kind back to back, each result checked. */
+static void test_sequence(hcomm_comm_t comm) {
+    for (int i = 0; i < 1000; i++) {
+        shape_t s = {.coll = colls[i % NCOLLS],
+                     .t = (hcomm_dtype_t)(i % HCOMM_DTYPE_COUNT),
+                     .op = (hcomm_op_t)((i / 7) % HCOMM_OP_COUNT),
+                     .count = (size_t)((i * 37) % 61),
+                     .root = (i / 3) % nranks,
+                     .inplace = (i / 11) % 2,
+                     .algo = "sequence"};
+        if (i % 97 == 0) {
+            CHECK_OK(hcomm_barrier(comm));
+            continue;
+        }
+        run_blocking(&s, comm);
+    }
+}
+
+int main(int argc, char **argv) {
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &nranks);
+    check_rank = rank;
+    hcomm_comm_t world;
+    CHECK_OK(hcomm_init(&argc, &argv));
+    CHECK_OK(hcomm_comm_create(MPI_COMM_WORLD, &world));
+    for (size_t i = 0; i < NCOLLS; i++) test_collective(colls[i], world);
+    test_barrier(world);
+    test_send_recv(world);
+    test_concurrent(world);
+    test_sequence(world);
+    CHECK_OK(hcomm_comm_free(&world));
+    CHECK_OK(hcomm_finalize());
+    int rc = check_summary("test_colls");
+    MPI_Finalize();
+    return rc;
+}
