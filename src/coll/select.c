@@ -92,19 +92,44 @@ static const hcomm_algo_t *by_name(hcomm_coll_t coll, const char *name) {
     return hcomm_algo_find(coll, name);
 }
 
+
+/* bytes is count * element size: the whole buffer for allreduce, bcast
+ * and reduce, one rank's block for allgather, reduce_scatter, alltoall,
+ * gather and scatter. Small messages are latency bound: fewest rounds
+ * (recursive, Bruck, trees). Large ones are bandwidth bound: rings and
+ * pairwise exchanges that move each byte the fewest times. */
 const hcomm_algo_t *hcomm_select(hcomm_coll_t coll, size_t bytes, int size) {
+    size_t total = bytes * (size_t)size;
+    const char *name = NULL;
     if (forced[coll]) return forced[coll];
     switch (coll) {
     case HCOMM_COLL_ALLREDUCE:
-        if (bytes <= 8192 || size == 1)
-            return by_name(coll, "recursive_doubling");
-        if (bytes <= (512u << 10) && size > 2)
-            return by_name(coll, "rabenseifner");
-        return by_name(coll, "ring");
-    default: {
-        for (int i = 0; i < hcomm_nalgos; i++)
-            if (hcomm_algos[i].coll == coll) return &hcomm_algos[i];
-        return NULL;
+        if (bytes <= 8192 || size == 1) name = "recursive_doubling";
+        else if (bytes <= (512u << 10) && size > 2) name = "rabenseifner";
+        else name = "ring";
+        break;
+    case HCOMM_COLL_ALLGATHER:
+        name = total <= (64u << 10) && size > 2 ? "bruck" : "ring";
+        break;
+    case HCOMM_COLL_REDUCE_SCATTER:
+        name = total <= (64u << 10) && size > 2 ? "recursive_halving" : "ring";
+        break;
+    case HCOMM_COLL_BCAST:
+        name = bytes <= (256u << 10) || size <= 2 ? "binomial"
+                                                  : "scatter_allgather";
+        break;
+    case HCOMM_COLL_REDUCE:
+        name = bytes <= (256u << 10) || size <= 2 ? "binomial"
+                                                  : "reduce_scatter_gather";
+        break;
+    case HCOMM_COLL_ALLTOALL:
+        name = bytes <= 256 && size > 4 ? "bruck" : "pairwise";
+        break;
+    default: break;
     }
-    }
+    if (name) return by_name(coll, name);
+    /* One algorithm: the table's first entry for the collective. */
+    for (int i = 0; i < hcomm_nalgos; i++)
+        if (hcomm_algos[i].coll == coll) return &hcomm_algos[i];
+    return NULL;
 }

@@ -58,6 +58,7 @@ static hcomm_status_t wait_req(hcomm_tp_t *tp, hcomm_tp_req_t *req) {
     double t0 = now_s();
     unsigned i = 0;
     while (!req->done) {
+        tp->ops->progress(tp); /* the executor's order: progress, then test */
         tp->ops->test(tp, req);
         if ((++i & 4095) == 0 && now_s() - t0 > TIMEOUT_S) {
             tp->ops->cancel(tp, req);
@@ -276,8 +277,10 @@ static void wait_n(hcomm_tp_t *tp, int mpi, int n, hcomm_tp_req_t *q,
         return;
     }
     for (int i = 0; i < n; i++)
-        while (!q[i].done)
+        while (!q[i].done) {
+            tp->ops->progress(tp);
             tp->ops->test(tp, &q[i]);
+        }
 }
 
 /* One-way latency of an 8-byte ping-pong, in microseconds. */
