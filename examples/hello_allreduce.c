@@ -9,8 +9,8 @@ int main(int argc, char **argv) {
     hcomm_comm_rank(comm, &rank);
     hcomm_comm_size(comm, &size);
     float grad[4] = {1, 2, 3, (float)rank};
-    hcomm_status_t st = hcomm_allreduce(grad, grad, 4, HCOMM_FLOAT32,
-                                        HCOMM_AVG, comm); /* in place */
+    hcomm_status_t st = hcomm_allreduce(grad, grad, 4, HCOMM_FLOAT32, HCOMM_AVG,
+                                        comm); /* in place */
     if (st != HCOMM_SUCCESS)
         fprintf(stderr, "allreduce: %s: %s\n", hcomm_strerror(st),
                 hcomm_last_error());

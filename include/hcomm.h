@@ -105,17 +105,20 @@ HCOMM_API const char *hcomm_strerror(hcomm_status_t status);
 /* The message of the calling thread's last failed call ("" if none). */
 HCOMM_API const char *hcomm_last_error(void);
 HCOMM_API const char *hcomm_version(void);
-HCOMM_API size_t hcomm_dtype_size(hcomm_dtype_t dtype); /* 0 for an unknown type */
+HCOMM_API size_t
+hcomm_dtype_size(hcomm_dtype_t dtype); /* 0 for an unknown type */
 
 /* --- communicators (collective over the ranks involved) --------------- */
 
-HCOMM_API hcomm_status_t hcomm_comm_create(MPI_Comm mpi_comm, hcomm_comm_t *comm);
+HCOMM_API hcomm_status_t hcomm_comm_create(MPI_Comm mpi_comm,
+                                           hcomm_comm_t *comm);
 /* Ranks with the same color form a communicator, ordered by key then rank.
  * color < 0 (HCOMM_UNDEFINED) yields HCOMM_COMM_NULL. */
 #define HCOMM_UNDEFINED (-1)
 HCOMM_API hcomm_status_t hcomm_comm_split(hcomm_comm_t comm, int color, int key,
-                                hcomm_comm_t *newcomm);
-HCOMM_API hcomm_status_t hcomm_comm_dup(hcomm_comm_t comm, hcomm_comm_t *newcomm);
+                                          hcomm_comm_t *newcomm);
+HCOMM_API hcomm_status_t hcomm_comm_dup(hcomm_comm_t comm,
+                                        hcomm_comm_t *newcomm);
 /* Sets *comm to HCOMM_COMM_NULL. Not collective. */
 HCOMM_API hcomm_status_t hcomm_comm_free(hcomm_comm_t *comm);
 HCOMM_API hcomm_status_t hcomm_comm_rank(hcomm_comm_t comm, int *rank);
@@ -123,77 +126,97 @@ HCOMM_API hcomm_status_t hcomm_comm_size(hcomm_comm_t comm, int *size);
 
 /* --- collectives ------------------------------------------------------ */
 
-HCOMM_API hcomm_status_t hcomm_allreduce(const void *sendbuf, void *recvbuf, size_t count,
-                               hcomm_dtype_t dtype, hcomm_op_t op,
-                               hcomm_comm_t comm);
+HCOMM_API hcomm_status_t hcomm_allreduce(const void *sendbuf, void *recvbuf,
+                                         size_t count, hcomm_dtype_t dtype,
+                                         hcomm_op_t op, hcomm_comm_t comm);
 HCOMM_API hcomm_status_t hcomm_iallreduce(const void *sendbuf, void *recvbuf,
-                                size_t count, hcomm_dtype_t dtype,
-                                hcomm_op_t op, hcomm_comm_t comm,
-                                hcomm_request_t *request);
+                                          size_t count, hcomm_dtype_t dtype,
+                                          hcomm_op_t op, hcomm_comm_t comm,
+                                          hcomm_request_t *request);
 
-HCOMM_API hcomm_status_t hcomm_allgather(const void *sendbuf, void *recvbuf, size_t count,
-                               hcomm_dtype_t dtype, hcomm_comm_t comm);
+HCOMM_API hcomm_status_t hcomm_allgather(const void *sendbuf, void *recvbuf,
+                                         size_t count, hcomm_dtype_t dtype,
+                                         hcomm_comm_t comm);
 HCOMM_API hcomm_status_t hcomm_iallgather(const void *sendbuf, void *recvbuf,
-                                size_t count, hcomm_dtype_t dtype,
-                                hcomm_comm_t comm, hcomm_request_t *request);
+                                          size_t count, hcomm_dtype_t dtype,
+                                          hcomm_comm_t comm,
+                                          hcomm_request_t *request);
 
-HCOMM_API hcomm_status_t hcomm_reduce_scatter(const void *sendbuf, void *recvbuf,
-                                    size_t count, hcomm_dtype_t dtype,
-                                    hcomm_op_t op, hcomm_comm_t comm);
-HCOMM_API hcomm_status_t hcomm_ireduce_scatter(const void *sendbuf, void *recvbuf,
-                                     size_t count, hcomm_dtype_t dtype,
-                                     hcomm_op_t op, hcomm_comm_t comm,
-                                     hcomm_request_t *request);
+HCOMM_API hcomm_status_t hcomm_reduce_scatter(const void *sendbuf,
+                                              void *recvbuf, size_t count,
+                                              hcomm_dtype_t dtype,
+                                              hcomm_op_t op, hcomm_comm_t comm);
+HCOMM_API hcomm_status_t hcomm_ireduce_scatter(const void *sendbuf,
+                                               void *recvbuf, size_t count,
+                                               hcomm_dtype_t dtype,
+                                               hcomm_op_t op, hcomm_comm_t comm,
+                                               hcomm_request_t *request);
 
-HCOMM_API hcomm_status_t hcomm_broadcast(void *buf, size_t count, hcomm_dtype_t dtype,
-                               int root, hcomm_comm_t comm);
-HCOMM_API hcomm_status_t hcomm_ibroadcast(void *buf, size_t count, hcomm_dtype_t dtype,
-                                int root, hcomm_comm_t comm,
-                                hcomm_request_t *request);
+HCOMM_API hcomm_status_t hcomm_broadcast(void *buf, size_t count,
+                                         hcomm_dtype_t dtype, int root,
+                                         hcomm_comm_t comm);
+HCOMM_API hcomm_status_t hcomm_ibroadcast(void *buf, size_t count,
+                                          hcomm_dtype_t dtype, int root,
+                                          hcomm_comm_t comm,
+                                          hcomm_request_t *request);
 
 /* recvbuf matters on the root only. */
-HCOMM_API hcomm_status_t hcomm_reduce(const void *sendbuf, void *recvbuf, size_t count,
-                            hcomm_dtype_t dtype, hcomm_op_t op, int root,
-                            hcomm_comm_t comm);
-HCOMM_API hcomm_status_t hcomm_ireduce(const void *sendbuf, void *recvbuf, size_t count,
-                             hcomm_dtype_t dtype, hcomm_op_t op, int root,
-                             hcomm_comm_t comm, hcomm_request_t *request);
+HCOMM_API hcomm_status_t hcomm_reduce(const void *sendbuf, void *recvbuf,
+                                      size_t count, hcomm_dtype_t dtype,
+                                      hcomm_op_t op, int root,
+                                      hcomm_comm_t comm);
+HCOMM_API hcomm_status_t hcomm_ireduce(const void *sendbuf, void *recvbuf,
+                                       size_t count, hcomm_dtype_t dtype,
+                                       hcomm_op_t op, int root,
+                                       hcomm_comm_t comm,
+                                       hcomm_request_t *request);
 
-HCOMM_API hcomm_status_t hcomm_alltoall(const void *sendbuf, void *recvbuf, size_t count,
-                              hcomm_dtype_t dtype, hcomm_comm_t comm);
+HCOMM_API hcomm_status_t hcomm_alltoall(const void *sendbuf, void *recvbuf,
+                                        size_t count, hcomm_dtype_t dtype,
+                                        hcomm_comm_t comm);
 HCOMM_API hcomm_status_t hcomm_ialltoall(const void *sendbuf, void *recvbuf,
-                               size_t count, hcomm_dtype_t dtype,
-                               hcomm_comm_t comm, hcomm_request_t *request);
+                                         size_t count, hcomm_dtype_t dtype,
+                                         hcomm_comm_t comm,
+                                         hcomm_request_t *request);
 
 /* count per rank; recvbuf (size * count) matters on the root only. */
-HCOMM_API hcomm_status_t hcomm_gather(const void *sendbuf, void *recvbuf, size_t count,
-                            hcomm_dtype_t dtype, int root, hcomm_comm_t comm);
-HCOMM_API hcomm_status_t hcomm_igather(const void *sendbuf, void *recvbuf, size_t count,
-                             hcomm_dtype_t dtype, int root, hcomm_comm_t comm,
-                             hcomm_request_t *request);
+HCOMM_API hcomm_status_t hcomm_gather(const void *sendbuf, void *recvbuf,
+                                      size_t count, hcomm_dtype_t dtype,
+                                      int root, hcomm_comm_t comm);
+HCOMM_API hcomm_status_t hcomm_igather(const void *sendbuf, void *recvbuf,
+                                       size_t count, hcomm_dtype_t dtype,
+                                       int root, hcomm_comm_t comm,
+                                       hcomm_request_t *request);
 /* count per rank; sendbuf (size * count) matters on the root only. */
-HCOMM_API hcomm_status_t hcomm_scatter(const void *sendbuf, void *recvbuf, size_t count,
-                             hcomm_dtype_t dtype, int root, hcomm_comm_t comm);
-HCOMM_API hcomm_status_t hcomm_iscatter(const void *sendbuf, void *recvbuf, size_t count,
-                              hcomm_dtype_t dtype, int root, hcomm_comm_t comm,
-                              hcomm_request_t *request);
+HCOMM_API hcomm_status_t hcomm_scatter(const void *sendbuf, void *recvbuf,
+                                       size_t count, hcomm_dtype_t dtype,
+                                       int root, hcomm_comm_t comm);
+HCOMM_API hcomm_status_t hcomm_iscatter(const void *sendbuf, void *recvbuf,
+                                        size_t count, hcomm_dtype_t dtype,
+                                        int root, hcomm_comm_t comm,
+                                        hcomm_request_t *request);
 
 HCOMM_API hcomm_status_t hcomm_barrier(hcomm_comm_t comm);
-HCOMM_API hcomm_status_t hcomm_ibarrier(hcomm_comm_t comm, hcomm_request_t *request);
+HCOMM_API hcomm_status_t hcomm_ibarrier(hcomm_comm_t comm,
+                                        hcomm_request_t *request);
 
 /* Point-to-point. Messages with the same (peer, tag) arrive in order.
  * tag is 0 .. HCOMM_TAG_MAX. */
 #define HCOMM_TAG_MAX 0xffff
-HCOMM_API hcomm_status_t hcomm_send(const void *buf, size_t count, hcomm_dtype_t dtype,
-                          int peer, int tag, hcomm_comm_t comm);
-HCOMM_API hcomm_status_t hcomm_recv(void *buf, size_t count, hcomm_dtype_t dtype,
-                          int peer, int tag, hcomm_comm_t comm);
-HCOMM_API hcomm_status_t hcomm_isend(const void *buf, size_t count, hcomm_dtype_t dtype,
-                           int peer, int tag, hcomm_comm_t comm,
-                           hcomm_request_t *request);
-HCOMM_API hcomm_status_t hcomm_irecv(void *buf, size_t count, hcomm_dtype_t dtype,
-                           int peer, int tag, hcomm_comm_t comm,
-                           hcomm_request_t *request);
+HCOMM_API hcomm_status_t hcomm_send(const void *buf, size_t count,
+                                    hcomm_dtype_t dtype, int peer, int tag,
+                                    hcomm_comm_t comm);
+HCOMM_API hcomm_status_t hcomm_recv(void *buf, size_t count,
+                                    hcomm_dtype_t dtype, int peer, int tag,
+                                    hcomm_comm_t comm);
+HCOMM_API hcomm_status_t hcomm_isend(const void *buf, size_t count,
+                                     hcomm_dtype_t dtype, int peer, int tag,
+                                     hcomm_comm_t comm,
+                                     hcomm_request_t *request);
+HCOMM_API hcomm_status_t hcomm_irecv(void *buf, size_t count,
+                                     hcomm_dtype_t dtype, int peer, int tag,
+                                     hcomm_comm_t comm,
+                                     hcomm_request_t *request);
 
 /* --- requests --------------------------------------------------------- */
 

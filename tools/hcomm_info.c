@@ -1,33 +1,172 @@
-/* hcomm_info: the version, build options and configuration of HCOMM.
+/* hcomm_info: the version, build options and configuration of HCOMM, and,
+ * under mpirun, the job's topology.
  *   hcomm_info                  everything, values and where they came from
+ *                               (launched by mpirun: also the topology)
+ *   hcomm_info --topology       initialise MPI (a singleton without mpirun)
+ *                               and print the topology too
  *   hcomm_info --env-markdown   the README's table of variables */
+#include "core/comm.h"
 #include "core/config.h"
 #include "hcomm.h"
+#include "topo/topo.h"
+#include "ucx_tp/ucx_tp.h"
 
+#include <mpi.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#ifdef HAVE_UCX
+#define HAS_UCX "yes"
+#define TRANSPORTS "ucx, mpi"
+#else
+#define HAS_UCX "no"
+#define TRANSPORTS "mpi"
+#endif
+#ifdef HAVE_HWLOC
+#define HAS_HWLOC "yes"
+#else
+#define HAS_HWLOC "no"
+#endif
+#ifdef HAVE_JANSSON
+#define HAS_JANSSON "yes"
+#else
+#define HAS_JANSSON "no"
+#endif
+#ifdef HAVE_CUDA
+#define HAS_CUDA "yes"
+#else
+#define HAS_CUDA "no (host memory only)"
+#endif
+
+/* What one rank tells rank 0 about itself. */
+typedef struct {
+    char node_name[HCOMM_TOPO_NAME_LEN];
+    char line[960];
+} rank_report_t;
+
+static int launched_by_mpi(void) {
+    static const char *vars[] = {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK",
+                                 "PMI_SIZE", "PMI_RANK", NULL};
+    for (const char **v = vars; *v; v++)
+        if (getenv(*v)) return 1;
+    return 0;
+}
+
+static void print_header(void) {
+    printf("HCOMM %s\n", hcomm_version());
+    printf("build: UCX %s, hwloc %s, jansson %s, CUDA %s\n", HAS_UCX, HAS_HWLOC,
+           HAS_JANSSON, HAS_CUDA);
+    printf("transports built: %s\n", TRANSPORTS);
+}
+
+static void append_devs(char *buf, size_t len, const char *what,
+                        const hcomm_topo_dev_t *devs, int n) {
+    size_t used = strlen(buf);
+    used += (size_t)snprintf(buf + used, len - used, ", %s: ", what);
+    if (n == 0 && used < len) snprintf(buf + used, len - used, "none");
+    for (int i = 0; i < n && used < len; i++) {
+        /* The override file may name a device by its PCI bus id. */
+        int show_pci = devs[i].pci[0] && strcmp(devs[i].pci, devs[i].name);
+        used +=
+            (size_t)snprintf(buf + used, len - used, "%s%s%s%s%s",
+                             i ? "; " : "", devs[i].name, show_pci ? " (" : "",
+                             show_pci ? devs[i].pci : "", show_pci ? ")" : "");
+    }
+}
+
+static void describe(const hcomm_topo_t *t, rank_report_t *r) {
+    char numa[16] = "unknown", socket[16] = "unknown";
+    if (t->numa >= 0) snprintf(numa, sizeof(numa), "%d", t->numa);
+    if (t->socket >= 0) snprintf(socket, sizeof(socket), "%d", t->socket);
+    memset(r, 0, sizeof(*r));
+    snprintf(r->node_name, sizeof(r->node_name), "%s", t->node_name);
+    snprintf(r->line, sizeof(r->line),
+             "rank %d: node %d, local rank %d, NUMA %s, socket %s", t->rank,
+             t->map.node_of[t->rank], t->map.local_rank[t->rank], numa, socket);
+    append_devs(r->line, sizeof(r->line), "GPUs", t->gpus, t->ngpus);
+    append_devs(r->line, sizeof(r->line), "NICs", t->nics, t->nnics);
+}
+
+static void print_topology(const hcomm_topo_t *t, const rank_report_t *all) {
+    const hcomm_topo_map_t *m = &t->map;
+    const char *path = hcomm_cfg_str(HCOMM_CFG_OVERRIDE_TOPO);
+    printf("topology of MPI_COMM_WORLD: %d ranks on %d node%s (%s%s), "
+           "topology-aware %s\n",
+           m->size, m->nnodes, m->nnodes == 1 ? "" : "s",
+           t->from_override ? "HCOMM_OVERRIDE_TOPO=" : "detected by MPI",
+           t->from_override ? path : "", t->aware ? "on" : "off");
+    for (int n = 0; n < m->nnodes; n++) {
+        const int *ranks = m->ranks_by_node + m->node_start[n];
+        printf("  node %d \"%s\": %d rank%s:", n, all[ranks[0]].node_name,
+               m->node_size[n], m->node_size[n] == 1 ? "" : "s");
+        for (int i = 0; i < m->node_size[n]; i++)
+            printf(" %d", ranks[i]);
+        printf("\n");
+    }
+    for (int r = 0; r < m->size; r++)
+        printf("  %s\n", all[r].line);
+}
+
+/* Under MPI: every rank creates a communicator, rank 0 prints. */
+static int run_with_mpi(int *argc, char ***argv) {
+    hcomm_comm_t comm = HCOMM_COMM_NULL;
+    hcomm_comm_impl_t *impl;
+    rank_report_t mine, *all = NULL;
+    int rank = 0, size = 1, rc = 1;
+    if (hcomm_init(argc, argv) != HCOMM_SUCCESS) {
+        fprintf(stderr, "hcomm_info: %s\n", hcomm_last_error());
+        return 1;
+    }
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    /* Collective: every rank gets the same status. */
+    if (hcomm_comm_create(MPI_COMM_WORLD, &comm) != HCOMM_SUCCESS) {
+        if (rank == 0) fprintf(stderr, "hcomm_info: %s\n", hcomm_last_error());
+        goto out;
+    }
+    describe(hcomm_comm_topology(comm), &mine);
+    if (rank == 0 && !(all = malloc((size_t)size * sizeof(*all)))) {
+        fprintf(stderr, "hcomm_info: no memory for %d ranks\n", size);
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    MPI_Gather(&mine, (int)sizeof(mine), MPI_BYTE, all, (int)sizeof(mine),
+               MPI_BYTE, 0, MPI_COMM_WORLD);
+    rc = 0;
+    if (rank != 0) goto out;
+    hcomm_comm_lookup(comm, &impl);
+    print_header();
+    printf("transports in use: MPI_COMM_WORLD on %s (UCX %s on rank 0)\n",
+           impl->tp->ops->name,
+           hcomm_ucx_available() ? "initialised" : "not initialised");
+    printf("configuration:\n");
+    hcomm_config_print_values(stdout);
+    print_topology(hcomm_comm_topology(comm), all);
+out:
+    free(all);
+    if (comm) hcomm_comm_free(&comm);
+    hcomm_finalize();
+    return rc;
+}
+
 int main(int argc, char **argv) {
+    int topology = launched_by_mpi();
     if (argc > 1 && strcmp(argv[1], "--env-markdown") == 0) {
         hcomm_config_print_markdown(stdout);
         return 0;
     }
-    if (argc > 1) {
-        fprintf(stderr, "usage: %s [--env-markdown]\n", argv[0]);
+    if (argc > 1 && strcmp(argv[1], "--topology") == 0) {
+        topology = 1;
+    } else if (argc > 1) {
+        fprintf(stderr, "usage: %s [--env-markdown | --topology]\n", argv[0]);
         return 2;
     }
+    if (topology) return run_with_mpi(&argc, &argv);
     if (hcomm_config_load() != HCOMM_SUCCESS) {
         fprintf(stderr, "hcomm_info: %s\n", hcomm_last_error());
         return 1;
     }
-    printf("HCOMM %s\n", hcomm_version());
-    printf("build: UCX transport %s, MPI transport yes, CUDA no (host memory)\n",
-#ifdef HAVE_UCX
-           "yes"
-#else
-           "no"
-#endif
-    );
+    print_header();
     printf("configuration:\n");
     hcomm_config_print_values(stdout);
     return 0;

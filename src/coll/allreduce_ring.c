@@ -54,27 +54,29 @@ hcomm_status_t hcomm_allreduce_ring(const hcomm_plan_args_t *args,
     int *ag_recv = malloc(g.cmax * sizeof(int));
     hcomm_status_t st = HCOMM_ERR_NO_MEMORY;
     if (!last_reduce || !rs_send || !ag_recv) goto out;
-    for (size_t c = 0; c < g.cmax; c++) last_reduce[c] = -1;
+    for (size_t c = 0; c < g.cmax; c++)
+        last_reduce[c] = -1;
     plan->scratch_count = hcomm_block_count(g.count, g.n, 0);
 
     for (int s = 0; s < g.n - 1; s++) {
         int sb = (g.r - s + g.n) % g.n, rb = (g.r - s - 1 + 2 * g.n) % g.n;
         for (size_t c = 0; c < g.cmax; c++) {
             hcomm_ref_t slot = hcomm_ref(HCOMM_BUF_SCRATCH, c * g.chunk);
-            int rcv = hcomm_plan_recv(plan, g.left, ring_tag(&g, 0, s, c),
-                                      slot, chunk_count(&g, rb, c),
-                                      last_reduce[c], -1);
-            hcomm_ref_t src = hcomm_ref(s == 0 ? HCOMM_BUF_SEND : HCOMM_BUF_RECV,
-                                        chunk_offset(&g, sb, c));
+            int rcv =
+                hcomm_plan_recv(plan, g.left, ring_tag(&g, 0, s, c), slot,
+                                chunk_count(&g, rb, c), last_reduce[c], -1);
+            hcomm_ref_t src =
+                hcomm_ref(s == 0 ? HCOMM_BUF_SEND : HCOMM_BUF_RECV,
+                          chunk_offset(&g, sb, c));
             rs_send[s * g.cmax + c] =
                 hcomm_plan_send(plan, g.right, ring_tag(&g, 0, s, c), src,
                                 chunk_count(&g, sb, c), last_reduce[c], -1);
             size_t off = chunk_offset(&g, rb, c);
-            last_reduce[c] = latest(
-                last_reduce[c],
-                hcomm_plan_reduce(plan, hcomm_ref(HCOMM_BUF_RECV, off),
-                                  hcomm_ref(HCOMM_BUF_SEND, off), slot,
-                                  chunk_count(&g, rb, c), rcv, -1));
+            last_reduce[c] =
+                latest(last_reduce[c],
+                       hcomm_plan_reduce(plan, hcomm_ref(HCOMM_BUF_RECV, off),
+                                         hcomm_ref(HCOMM_BUF_SEND, off), slot,
+                                         chunk_count(&g, rb, c), rcv, -1));
         }
     }
     int own = (g.r + 1) % g.n;

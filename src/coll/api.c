@@ -29,8 +29,8 @@ static hcomm_status_t check_call(const call_t *k, const hcomm_comm_impl_t *c) {
     const char *name = hcomm_coll_name(k->coll);
     size_t esize = hcomm_dtype_size(k->dtype);
     if (esize == 0)
-        return hcomm_error(HCOMM_ERR_INVALID_DTYPE,
-                           "%s: unknown data type %d", name, (int)k->dtype);
+        return hcomm_error(HCOMM_ERR_INVALID_DTYPE, "%s: unknown data type %d",
+                           name, (int)k->dtype);
     if (reduces(k->coll) && (unsigned)k->op >= HCOMM_OP_COUNT)
         return hcomm_error(HCOMM_ERR_INVALID_OP, "%s: unknown operation %d",
                            name, (int)k->op);
@@ -56,17 +56,15 @@ static hcomm_status_t check_call(const call_t *k, const hcomm_comm_impl_t *c) {
     int needs_send = k->coll != HCOMM_COLL_RECV &&
                      k->coll != HCOMM_COLL_BARRIER &&
                      !(k->coll == HCOMM_COLL_SCATTER && !is_root);
-    int needs_recv = k->coll != HCOMM_COLL_SEND &&
-                     k->coll != HCOMM_COLL_BARRIER &&
-                     !((k->coll == HCOMM_COLL_REDUCE ||
-                        k->coll == HCOMM_COLL_GATHER) &&
-                       !is_root);
-    if (k->count > 0 && ((needs_send && !k->sendbuf) ||
-                         (needs_recv && !k->recvbuf)))
-        return hcomm_error(HCOMM_ERR_INVALID_ARG,
-                           "%s: %s buffer is NULL with count %zu", name,
-                           needs_send && !k->sendbuf ? "send" : "receive",
-                           k->count);
+    int needs_recv =
+        k->coll != HCOMM_COLL_SEND && k->coll != HCOMM_COLL_BARRIER &&
+        !((k->coll == HCOMM_COLL_REDUCE || k->coll == HCOMM_COLL_GATHER) &&
+          !is_root);
+    if (k->count > 0 &&
+        ((needs_send && !k->sendbuf) || (needs_recv && !k->recvbuf)))
+        return hcomm_error(
+            HCOMM_ERR_INVALID_ARG, "%s: %s buffer is NULL with count %zu", name,
+            needs_send && !k->sendbuf ? "send" : "receive", k->count);
     return HCOMM_SUCCESS;
 }
 
@@ -77,14 +75,18 @@ static int is_inplace(const call_t *k, const hcomm_comm_impl_t *c,
     const char *s = k->sendbuf, *r = k->recvbuf;
     size_t block = k->count * esize;
     switch (k->coll) {
-    case HCOMM_COLL_ALLGATHER: return s == r + (size_t)c->rank * block;
+    case HCOMM_COLL_ALLGATHER:
+        return s == r + (size_t)c->rank * block;
     case HCOMM_COLL_GATHER:
         return c->rank == k->root && s == r + (size_t)k->root * block;
-    case HCOMM_COLL_REDUCE_SCATTER: return r == s + (size_t)c->rank * block;
+    case HCOMM_COLL_REDUCE_SCATTER:
+        return r == s + (size_t)c->rank * block;
     case HCOMM_COLL_SCATTER:
         return c->rank == k->root && r == s + (size_t)k->root * block;
-    case HCOMM_COLL_BCAST: return 1;
-    default: return s == r;
+    case HCOMM_COLL_BCAST:
+        return 1;
+    default:
+        return s == r;
     }
 }
 
@@ -110,8 +112,8 @@ static hcomm_status_t run(const call_t *k, hcomm_comm_t comm,
     hcomm_comm_impl_t *c;
     hcomm_status_t st;
     if (!hcomm_is_initialized())
-        return hcomm_error(HCOMM_ERR_NOT_INITIALIZED,
-                           "%s before hcomm_init", hcomm_coll_name(k->coll));
+        return hcomm_error(HCOMM_ERR_NOT_INITIALIZED, "%s before hcomm_init",
+                           hcomm_coll_name(k->coll));
     if (out) *out = HCOMM_REQUEST_NULL;
     if ((st = hcomm_comm_lookup(comm, &c)) != HCOMM_SUCCESS) return st;
     if (c->broken)
@@ -128,16 +130,16 @@ static hcomm_status_t run(const call_t *k, hcomm_comm_t comm,
     if (!algo)
         return hcomm_error(HCOMM_ERR_UNSUPPORTED, "%s is not implemented yet",
                            hcomm_coll_name(k->coll));
-    hcomm_plan_args_t pa = {
-        .coll = k->coll,
-        .rank = c->rank,
-        .size = c->size,
-        .root = k->root,
-        .count = k->count,
-        .esize = esize,
-        .inplace = inplace,
-        .scale = reduces(k->coll) && k->op == HCOMM_AVG,
-        .chunk_bytes = (size_t)hcomm_cfg_int(HCOMM_CFG_CHUNK_SIZE)};
+    hcomm_plan_args_t pa = {.coll = k->coll,
+                            .rank = c->rank,
+                            .size = c->size,
+                            .root = k->root,
+                            .count = k->count,
+                            .esize = esize,
+                            .inplace = inplace,
+                            .scale = reduces(k->coll) && k->op == HCOMM_AVG,
+                            .chunk_bytes =
+                                (size_t)hcomm_cfg_int(HCOMM_CFG_CHUNK_SIZE)};
     const hcomm_plan_t *plan;
     if ((st = hcomm_comm_plan_get(c, algo, &pa, &plan)) != HCOMM_SUCCESS)
         return st;
@@ -168,16 +170,20 @@ static hcomm_status_t run(const call_t *k, hcomm_comm_t comm,
     return HCOMM_SUCCESS;
 }
 
-#define CALL(coll, sbuf, rbuf, count, dtype, op, root, tag)                   \
-    (call_t){coll, sbuf, rbuf, count, dtype, op, root, tag}
+#define CALL(coll, sbuf, rbuf, count, dtype, op, root, tag)                    \
+    (call_t) {                                                                 \
+        coll, sbuf, rbuf, count, dtype, op, root, tag                          \
+    }
 #define NONBLOCKING(k, comm, request)                                          \
-    ((request) ? run(&(k), comm, request)                                      \
-               : hcomm_error(HCOMM_ERR_INVALID_ARG, "request pointer is NULL"))
+    ((request)                                                                 \
+         ? run(&(k), comm, request)                                            \
+         : hcomm_error(HCOMM_ERR_INVALID_ARG, "request pointer is NULL"))
 
 hcomm_status_t hcomm_allreduce(const void *sendbuf, void *recvbuf, size_t count,
                                hcomm_dtype_t dtype, hcomm_op_t op,
                                hcomm_comm_t comm) {
-    call_t k = CALL(HCOMM_COLL_ALLREDUCE, sendbuf, recvbuf, count, dtype, op, 0, 0);
+    call_t k =
+        CALL(HCOMM_COLL_ALLREDUCE, sendbuf, recvbuf, count, dtype, op, 0, 0);
     return run(&k, comm, NULL);
 }
 
@@ -185,28 +191,31 @@ hcomm_status_t hcomm_iallreduce(const void *sendbuf, void *recvbuf,
                                 size_t count, hcomm_dtype_t dtype,
                                 hcomm_op_t op, hcomm_comm_t comm,
                                 hcomm_request_t *request) {
-    call_t k = CALL(HCOMM_COLL_ALLREDUCE, sendbuf, recvbuf, count, dtype, op, 0, 0);
+    call_t k =
+        CALL(HCOMM_COLL_ALLREDUCE, sendbuf, recvbuf, count, dtype, op, 0, 0);
     return NONBLOCKING(k, comm, request);
 }
 
 hcomm_status_t hcomm_allgather(const void *sendbuf, void *recvbuf, size_t count,
                                hcomm_dtype_t dtype, hcomm_comm_t comm) {
-    call_t k = CALL(HCOMM_COLL_ALLGATHER, sendbuf, recvbuf, count, dtype, HCOMM_SUM, 0, 0);
+    call_t k = CALL(HCOMM_COLL_ALLGATHER, sendbuf, recvbuf, count, dtype,
+                    HCOMM_SUM, 0, 0);
     return run(&k, comm, NULL);
 }
 
 hcomm_status_t hcomm_iallgather(const void *sendbuf, void *recvbuf,
                                 size_t count, hcomm_dtype_t dtype,
                                 hcomm_comm_t comm, hcomm_request_t *request) {
-    call_t k = CALL(HCOMM_COLL_ALLGATHER, sendbuf, recvbuf, count, dtype, HCOMM_SUM, 0, 0);
+    call_t k = CALL(HCOMM_COLL_ALLGATHER, sendbuf, recvbuf, count, dtype,
+                    HCOMM_SUM, 0, 0);
     return NONBLOCKING(k, comm, request);
 }
 
 hcomm_status_t hcomm_reduce_scatter(const void *sendbuf, void *recvbuf,
                                     size_t count, hcomm_dtype_t dtype,
                                     hcomm_op_t op, hcomm_comm_t comm) {
-    call_t k =
-        CALL(HCOMM_COLL_REDUCE_SCATTER, sendbuf, recvbuf, count, dtype, op, 0, 0);
+    call_t k = CALL(HCOMM_COLL_REDUCE_SCATTER, sendbuf, recvbuf, count, dtype,
+                    op, 0, 0);
     return run(&k, comm, NULL);
 }
 
@@ -214,109 +223,125 @@ hcomm_status_t hcomm_ireduce_scatter(const void *sendbuf, void *recvbuf,
                                      size_t count, hcomm_dtype_t dtype,
                                      hcomm_op_t op, hcomm_comm_t comm,
                                      hcomm_request_t *request) {
-    call_t k =
-        CALL(HCOMM_COLL_REDUCE_SCATTER, sendbuf, recvbuf, count, dtype, op, 0, 0);
+    call_t k = CALL(HCOMM_COLL_REDUCE_SCATTER, sendbuf, recvbuf, count, dtype,
+                    op, 0, 0);
     return NONBLOCKING(k, comm, request);
 }
 
 hcomm_status_t hcomm_broadcast(void *buf, size_t count, hcomm_dtype_t dtype,
                                int root, hcomm_comm_t comm) {
-    call_t k = CALL(HCOMM_COLL_BCAST, buf, buf, count, dtype, HCOMM_SUM, root, 0);
+    call_t k =
+        CALL(HCOMM_COLL_BCAST, buf, buf, count, dtype, HCOMM_SUM, root, 0);
     return run(&k, comm, NULL);
 }
 
 hcomm_status_t hcomm_ibroadcast(void *buf, size_t count, hcomm_dtype_t dtype,
                                 int root, hcomm_comm_t comm,
                                 hcomm_request_t *request) {
-    call_t k = CALL(HCOMM_COLL_BCAST, buf, buf, count, dtype, HCOMM_SUM, root, 0);
+    call_t k =
+        CALL(HCOMM_COLL_BCAST, buf, buf, count, dtype, HCOMM_SUM, root, 0);
     return NONBLOCKING(k, comm, request);
 }
 
 hcomm_status_t hcomm_reduce(const void *sendbuf, void *recvbuf, size_t count,
                             hcomm_dtype_t dtype, hcomm_op_t op, int root,
                             hcomm_comm_t comm) {
-    call_t k = CALL(HCOMM_COLL_REDUCE, sendbuf, recvbuf, count, dtype, op, root, 0);
+    call_t k =
+        CALL(HCOMM_COLL_REDUCE, sendbuf, recvbuf, count, dtype, op, root, 0);
     return run(&k, comm, NULL);
 }
 
 hcomm_status_t hcomm_ireduce(const void *sendbuf, void *recvbuf, size_t count,
                              hcomm_dtype_t dtype, hcomm_op_t op, int root,
                              hcomm_comm_t comm, hcomm_request_t *request) {
-    call_t k = CALL(HCOMM_COLL_REDUCE, sendbuf, recvbuf, count, dtype, op, root, 0);
+    call_t k =
+        CALL(HCOMM_COLL_REDUCE, sendbuf, recvbuf, count, dtype, op, root, 0);
     return NONBLOCKING(k, comm, request);
 }
 
 hcomm_status_t hcomm_alltoall(const void *sendbuf, void *recvbuf, size_t count,
                               hcomm_dtype_t dtype, hcomm_comm_t comm) {
-    call_t k = CALL(HCOMM_COLL_ALLTOALL, sendbuf, recvbuf, count, dtype, HCOMM_SUM, 0, 0);
+    call_t k = CALL(HCOMM_COLL_ALLTOALL, sendbuf, recvbuf, count, dtype,
+                    HCOMM_SUM, 0, 0);
     return run(&k, comm, NULL);
 }
 
-hcomm_status_t hcomm_ialltoall(const void *sendbuf, void *recvbuf,
-                               size_t count, hcomm_dtype_t dtype,
-                               hcomm_comm_t comm, hcomm_request_t *request) {
-    call_t k = CALL(HCOMM_COLL_ALLTOALL, sendbuf, recvbuf, count, dtype, HCOMM_SUM, 0, 0);
+hcomm_status_t hcomm_ialltoall(const void *sendbuf, void *recvbuf, size_t count,
+                               hcomm_dtype_t dtype, hcomm_comm_t comm,
+                               hcomm_request_t *request) {
+    call_t k = CALL(HCOMM_COLL_ALLTOALL, sendbuf, recvbuf, count, dtype,
+                    HCOMM_SUM, 0, 0);
     return NONBLOCKING(k, comm, request);
 }
 
 hcomm_status_t hcomm_gather(const void *sendbuf, void *recvbuf, size_t count,
                             hcomm_dtype_t dtype, int root, hcomm_comm_t comm) {
-    call_t k = CALL(HCOMM_COLL_GATHER, sendbuf, recvbuf, count, dtype, HCOMM_SUM, root, 0);
+    call_t k = CALL(HCOMM_COLL_GATHER, sendbuf, recvbuf, count, dtype,
+                    HCOMM_SUM, root, 0);
     return run(&k, comm, NULL);
 }
 
 hcomm_status_t hcomm_igather(const void *sendbuf, void *recvbuf, size_t count,
                              hcomm_dtype_t dtype, int root, hcomm_comm_t comm,
                              hcomm_request_t *request) {
-    call_t k = CALL(HCOMM_COLL_GATHER, sendbuf, recvbuf, count, dtype, HCOMM_SUM, root, 0);
+    call_t k = CALL(HCOMM_COLL_GATHER, sendbuf, recvbuf, count, dtype,
+                    HCOMM_SUM, root, 0);
     return NONBLOCKING(k, comm, request);
 }
 
 hcomm_status_t hcomm_scatter(const void *sendbuf, void *recvbuf, size_t count,
                              hcomm_dtype_t dtype, int root, hcomm_comm_t comm) {
-    call_t k = CALL(HCOMM_COLL_SCATTER, sendbuf, recvbuf, count, dtype, HCOMM_SUM, root, 0);
+    call_t k = CALL(HCOMM_COLL_SCATTER, sendbuf, recvbuf, count, dtype,
+                    HCOMM_SUM, root, 0);
     return run(&k, comm, NULL);
 }
 
 hcomm_status_t hcomm_iscatter(const void *sendbuf, void *recvbuf, size_t count,
                               hcomm_dtype_t dtype, int root, hcomm_comm_t comm,
                               hcomm_request_t *request) {
-    call_t k = CALL(HCOMM_COLL_SCATTER, sendbuf, recvbuf, count, dtype, HCOMM_SUM, root, 0);
+    call_t k = CALL(HCOMM_COLL_SCATTER, sendbuf, recvbuf, count, dtype,
+                    HCOMM_SUM, root, 0);
     return NONBLOCKING(k, comm, request);
 }
 
 hcomm_status_t hcomm_barrier(hcomm_comm_t comm) {
-    call_t k = CALL(HCOMM_COLL_BARRIER, NULL, NULL, 0, HCOMM_UINT8, HCOMM_SUM, 0, 0);
+    call_t k =
+        CALL(HCOMM_COLL_BARRIER, NULL, NULL, 0, HCOMM_UINT8, HCOMM_SUM, 0, 0);
     return run(&k, comm, NULL);
 }
 
 hcomm_status_t hcomm_ibarrier(hcomm_comm_t comm, hcomm_request_t *request) {
-    call_t k = CALL(HCOMM_COLL_BARRIER, NULL, NULL, 0, HCOMM_UINT8, HCOMM_SUM, 0, 0);
+    call_t k =
+        CALL(HCOMM_COLL_BARRIER, NULL, NULL, 0, HCOMM_UINT8, HCOMM_SUM, 0, 0);
     return NONBLOCKING(k, comm, request);
 }
 
 hcomm_status_t hcomm_send(const void *buf, size_t count, hcomm_dtype_t dtype,
                           int peer, int tag, hcomm_comm_t comm) {
-    call_t k = CALL(HCOMM_COLL_SEND, buf, NULL, count, dtype, HCOMM_SUM, peer, tag);
+    call_t k =
+        CALL(HCOMM_COLL_SEND, buf, NULL, count, dtype, HCOMM_SUM, peer, tag);
     return run(&k, comm, NULL);
 }
 
 hcomm_status_t hcomm_recv(void *buf, size_t count, hcomm_dtype_t dtype,
                           int peer, int tag, hcomm_comm_t comm) {
-    call_t k = CALL(HCOMM_COLL_RECV, NULL, buf, count, dtype, HCOMM_SUM, peer, tag);
+    call_t k =
+        CALL(HCOMM_COLL_RECV, NULL, buf, count, dtype, HCOMM_SUM, peer, tag);
     return run(&k, comm, NULL);
 }
 
 hcomm_status_t hcomm_isend(const void *buf, size_t count, hcomm_dtype_t dtype,
                            int peer, int tag, hcomm_comm_t comm,
                            hcomm_request_t *request) {
-    call_t k = CALL(HCOMM_COLL_SEND, buf, NULL, count, dtype, HCOMM_SUM, peer, tag);
+    call_t k =
+        CALL(HCOMM_COLL_SEND, buf, NULL, count, dtype, HCOMM_SUM, peer, tag);
     return NONBLOCKING(k, comm, request);
 }
 
 hcomm_status_t hcomm_irecv(void *buf, size_t count, hcomm_dtype_t dtype,
                            int peer, int tag, hcomm_comm_t comm,
                            hcomm_request_t *request) {
-    call_t k = CALL(HCOMM_COLL_RECV, NULL, buf, count, dtype, HCOMM_SUM, peer, tag);
+    call_t k =
+        CALL(HCOMM_COLL_RECV, NULL, buf, count, dtype, HCOMM_SUM, peer, tag);
     return NONBLOCKING(k, comm, request);
 }

@@ -83,8 +83,8 @@ static hcomm_status_t step_start(hcomm_exec_t *ex, uint32_t i) {
                                   &ex->reqs[i]);
     case HCOMM_STEP_RECV:
         ex->state[i] = STEP_IN_FLIGHT;
-        return ex->tp->ops->irecv(ex->tp, s->peer, addr(ex, s->dst), bytes,
-                                  tag, &ex->reqs[i]);
+        return ex->tp->ops->irecv(ex->tp, s->peer, addr(ex, s->dst), bytes, tag,
+                                  &ex->reqs[i]);
     case HCOMM_STEP_REDUCE:
         ex->reduce(addr(ex, s->dst), addr(ex, s->a), addr(ex, s->b), s->count);
         break;
@@ -204,10 +204,10 @@ int hcomm_exec_describe_wait(const hcomm_exec_t *ex, char *out, size_t len) {
     for (uint32_t i = ex->first_open; i < ex->plan->nsteps && n < 8; i++) {
         const hcomm_step_t *s = &ex->plan->steps[i];
         if (ex->state[i] != STEP_IN_FLIGHT || ex->reqs[i].done) continue;
-        int w = snprintf(out + used, len - used, "%s%s rank %d (%zu bytes)",
-                         n ? ", " : "",
-                         s->kind == HCOMM_STEP_SEND ? "send to" : "receive from",
-                         s->peer, s->count * ex->esize);
+        int w = snprintf(
+            out + used, len - used, "%s%s rank %d (%zu bytes)", n ? ", " : "",
+            s->kind == HCOMM_STEP_SEND ? "send to" : "receive from", s->peer,
+            s->count * ex->esize);
         if (w < 0 || (size_t)w >= len - used) break;
         used += (size_t)w;
         n++;

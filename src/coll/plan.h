@@ -44,7 +44,7 @@ typedef struct {
     uint8_t kind;   /* hcomm_step_kind_t */
     uint16_t tag;   /* send/recv: pairs the two sides; unique in flight */
     uint32_t epoch; /* index of the first step of this step's epoch */
-    int32_t peer;  /* send/recv */
+    int32_t peer;   /* send/recv */
     int32_t dep[2];
     size_t count; /* elements */
     hcomm_ref_t dst, a, b;

@@ -17,17 +17,15 @@ void hcomm_plan_exchange(hcomm_plan_t *plan, int peer, hcomm_ref_t src,
     size_t nchunks = (most + chunk - 1) / chunk;
     for (size_t c = 0; c < nchunks; c++) {
         size_t off = c * chunk;
-        size_t sn = off < scount ? (scount - off < chunk ? scount - off : chunk)
-                                 : 0;
-        size_t rn = off < rcount ? (rcount - off < chunk ? rcount - off : chunk)
-                                 : 0;
+        size_t sn =
+            off < scount ? (scount - off < chunk ? scount - off : chunk) : 0;
+        size_t rn =
+            off < rcount ? (rcount - off < chunk ? rcount - off : chunk) : 0;
         uint16_t tag = (uint16_t)(tag_base + c);
-        int r = hcomm_plan_recv(plan, peer, tag,
-                                hcomm_ref(dst.buf, dst.offset + off), rn, dep,
-                                -1);
-        int s = hcomm_plan_send(plan, peer, tag,
-                                hcomm_ref(src.buf, src.offset + off), sn, dep,
-                                -1);
+        int r = hcomm_plan_recv(
+            plan, peer, tag, hcomm_ref(dst.buf, dst.offset + off), rn, dep, -1);
+        int s = hcomm_plan_send(
+            plan, peer, tag, hcomm_ref(src.buf, src.offset + off), sn, dep, -1);
         if (send_idx) send_idx[c] = s;
         if (recv_idx) recv_idx[c] = r;
     }
@@ -36,7 +34,8 @@ void hcomm_plan_exchange(hcomm_plan_t *plan, int peer, hcomm_ref_t src,
 hcomm_fold_t hcomm_fold(int n, int rank) {
     hcomm_fold_t f;
     f.p = 1;
-    while (f.p * 2 <= n) f.p *= 2;
+    while (f.p * 2 <= n)
+        f.p *= 2;
     f.extra = n - f.p;
     if (rank < 2 * f.extra)
         f.vrank = rank % 2 ? rank / 2 : -1;
@@ -49,11 +48,15 @@ size_t hcomm_coll_send_count(hcomm_coll_t coll, int size, int rank, int root,
                              size_t count) {
     switch (coll) {
     case HCOMM_COLL_REDUCE_SCATTER:
-    case HCOMM_COLL_ALLTOALL: return (size_t)size * count;
-    case HCOMM_COLL_SCATTER: return rank == root ? (size_t)size * count : 0;
+    case HCOMM_COLL_ALLTOALL:
+        return (size_t)size * count;
+    case HCOMM_COLL_SCATTER:
+        return rank == root ? (size_t)size * count : 0;
     case HCOMM_COLL_BARRIER:
-    case HCOMM_COLL_RECV: return 0;
-    default: return count;
+    case HCOMM_COLL_RECV:
+        return 0;
+    default:
+        return count;
     }
 }
 
@@ -61,11 +64,16 @@ size_t hcomm_coll_recv_count(hcomm_coll_t coll, int size, int rank, int root,
                              size_t count) {
     switch (coll) {
     case HCOMM_COLL_ALLGATHER:
-    case HCOMM_COLL_ALLTOALL: return (size_t)size * count;
-    case HCOMM_COLL_GATHER: return rank == root ? (size_t)size * count : 0;
-    case HCOMM_COLL_REDUCE: return rank == root ? count : 0;
+    case HCOMM_COLL_ALLTOALL:
+        return (size_t)size * count;
+    case HCOMM_COLL_GATHER:
+        return rank == root ? (size_t)size * count : 0;
+    case HCOMM_COLL_REDUCE:
+        return rank == root ? count : 0;
     case HCOMM_COLL_BARRIER:
-    case HCOMM_COLL_SEND: return 0;
-    default: return count;
+    case HCOMM_COLL_SEND:
+        return 0;
+    default:
+        return count;
     }
 }

@@ -32,8 +32,7 @@ static int coll_by_name(const char *name) {
 }
 
 /* One item: "name" (every collective that has it) or "coll=name". */
-static hcomm_status_t parse_item(const char *item,
-                                 const hcomm_algo_t **table) {
+static hcomm_status_t parse_item(const char *item, const hcomm_algo_t **table) {
     char names[512];
     const char *eq = strchr(item, '=');
     if (!eq) {
@@ -92,7 +91,6 @@ static const hcomm_algo_t *by_name(hcomm_coll_t coll, const char *name) {
     return hcomm_algo_find(coll, name);
 }
 
-
 /* bytes is count * element size: the whole buffer for allreduce, bcast
  * and reduce, one rank's block for allgather, reduce_scatter, alltoall,
  * gather and scatter. Small messages are latency bound: fewest rounds
@@ -104,9 +102,12 @@ const hcomm_algo_t *hcomm_select(hcomm_coll_t coll, size_t bytes, int size) {
     if (forced[coll]) return forced[coll];
     switch (coll) {
     case HCOMM_COLL_ALLREDUCE:
-        if (bytes <= 8192 || size == 1) name = "recursive_doubling";
-        else if (bytes <= (512u << 10) && size > 2) name = "rabenseifner";
-        else name = "ring";
+        if (bytes <= 8192 || size == 1)
+            name = "recursive_doubling";
+        else if (bytes <= (512u << 10) && size > 2)
+            name = "rabenseifner";
+        else
+            name = "ring";
         break;
     case HCOMM_COLL_ALLGATHER:
         name = total <= (64u << 10) && size > 2 ? "bruck" : "ring";
@@ -125,7 +126,8 @@ const hcomm_algo_t *hcomm_select(hcomm_coll_t coll, size_t bytes, int size) {
     case HCOMM_COLL_ALLTOALL:
         name = bytes <= 256 && size > 4 ? "bruck" : "pairwise";
         break;
-    default: break;
+    default:
+        break;
     }
     if (name) return by_name(coll, name);
     /* One algorithm: the table's first entry for the collective. */

@@ -47,7 +47,8 @@ static lb_msg_t *take(lb_msg_t **list, int src, hcomm_tag_t tag) {
 }
 
 static void append(lb_msg_t **list, lb_msg_t *m) {
-    while (*list) list = &(*list)->next;
+    while (*list)
+        list = &(*list)->next;
     m->next = NULL;
     *list = m;
 }
@@ -95,8 +96,7 @@ static hcomm_status_t post(hcomm_tp_t *tp, int peer, void *buf, size_t bytes,
      * a plan that needs buffering to make progress deadlocks here. */
     lb_msg_t *other = is_send ? take(&w->recvs[m->dst], m->src, tag)
                               : take(&w->sends[m->dst], m->src, tag);
-    if (other)
-        return is_send ? deliver(w, m, other) : deliver(w, other, m);
+    if (other) return is_send ? deliver(w, m, other) : deliver(w, other, m);
     append(is_send ? &w->sends[m->dst] : &w->recvs[m->dst], m);
     return HCOMM_SUCCESS;
 }
@@ -127,9 +127,8 @@ static void lb_cancel(hcomm_tp_t *tp, hcomm_tp_req_t *req) {
     (void)req;
 }
 
-static const hcomm_tp_ops_t lb_ops = {"loopback", lb_isend,   lb_irecv,
-                                      lb_test,    lb_nothing, lb_cancel,
-                                      lb_nothing};
+static const hcomm_tp_ops_t lb_ops = {"loopback", lb_isend,  lb_irecv,  lb_test,
+                                      lb_nothing, lb_cancel, lb_nothing};
 
 static void free_list(lb_msg_t *m) {
     while (m) {
@@ -203,18 +202,18 @@ static hcomm_status_t build_all(verify_state_t *v, const hcomm_verify_args_t *a,
         }
         v->ranks[r].tp = (hcomm_tp_t){&lb_ops, NULL, r, a->size};
         v->ranks[r].world = &v->world;
-        hcomm_exec_args_t ea = {
-            .plan = &v->plans[r],
-            .tp = &v->ranks[r].tp,
-            .pool = scratch_pool(),
-            .sendbuf = a->sendbufs[r],
-            .recvbuf = a->recvbufs[r],
-            .dtype = a->dtype,
-            .op = a->op,
-            .divisor = a->size,
-            .tag_kind = HCOMM_TAG_COLL,
-            .seq = 1,
-            .rng = a->seed * 2654435761u + (uint32_t)r * 40503u + 1u};
+        hcomm_exec_args_t ea = {.plan = &v->plans[r],
+                                .tp = &v->ranks[r].tp,
+                                .pool = scratch_pool(),
+                                .sendbuf = a->sendbufs[r],
+                                .recvbuf = a->recvbufs[r],
+                                .dtype = a->dtype,
+                                .op = a->op,
+                                .divisor = a->size,
+                                .tag_kind = HCOMM_TAG_COLL,
+                                .seq = 1,
+                                .rng = a->seed * 2654435761u +
+                                       (uint32_t)r * 40503u + 1u};
         if (!ea.rng) ea.rng = 1;
         st = hcomm_exec_start(&v->execs[r], &ea);
         if (st != HCOMM_SUCCESS) {
@@ -294,8 +293,8 @@ hcomm_status_t hcomm_verify_run(const hcomm_verify_args_t *a, char *err,
     v.execs = calloc((size_t)n, sizeof(*v.execs));
     v.started = calloc((size_t)n, sizeof(int));
     v.send_copies = calloc((size_t)n, sizeof(char *));
-    if (!v.world.sends || !v.world.recvs || !v.ranks || !v.plans ||
-        !v.execs || !v.started || !v.send_copies)
+    if (!v.world.sends || !v.world.recvs || !v.ranks || !v.plans || !v.execs ||
+        !v.started || !v.send_copies)
         goto out;
     if (!a->inplace) {
         for (int r = 0; r < n; r++) {

@@ -124,9 +124,9 @@ static void mpi_destroy(hcomm_tp_t *tp) {
     free(m);
 }
 
-static const hcomm_tp_ops_t mpi_ops = {"mpi",        mpi_isend,  mpi_irecv,
-                                       mpi_test,     mpi_progress,
-                                       mpi_cancel,   mpi_destroy};
+static const hcomm_tp_ops_t mpi_ops = {"mpi",      mpi_isend,    mpi_irecv,
+                                       mpi_test,   mpi_progress, mpi_cancel,
+                                       mpi_destroy};
 
 hcomm_status_t hcomm_mpi_tp_create(MPI_Comm comm, hcomm_tp_t **out) {
     mpi_tp_t *m = calloc(1, sizeof(*m));

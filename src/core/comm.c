@@ -4,6 +4,7 @@
 #include "core/config.h"
 #include "core/context.h"
 #include "core/log.h"
+#include "topo/topo.h"
 #include "ucx_tp/ucx_tp.h"
 
 #include <stdlib.h>
@@ -76,7 +77,7 @@ static hcomm_status_t agree_on_id(MPI_Comm mc, uint16_t *id, int *use_ucx) {
         }
         if (ok) {
             pthread_mutex_lock(&hcomm_ctx.lock);
-            hcomm_ctx.id_used[pick / 8] &= (uint8_t)~(1u << (pick % 8));
+            hcomm_ctx.id_used[pick / 8] &= (uint8_t) ~(1u << (pick % 8));
             pthread_mutex_unlock(&hcomm_ctx.lock);
         }
     }
@@ -88,7 +89,7 @@ out:
 
 static void release_id(uint16_t id) {
     pthread_mutex_lock(&hcomm_ctx.lock);
-    hcomm_ctx.id_used[id / 8] &= (uint8_t)~(1u << (id % 8));
+    hcomm_ctx.id_used[id / 8] &= (uint8_t) ~(1u << (id % 8));
     pthread_mutex_unlock(&hcomm_ctx.lock);
 }
 
@@ -124,10 +125,13 @@ static hcomm_status_t create_from(MPI_Comm parent, hcomm_comm_t *out) {
     st = agree_on_id(c->mpi_comm, &c->id, &ucx_everywhere);
     if (st != HCOMM_SUCCESS) goto fail;
     have_id = 1;
+    st = hcomm_topo_create(c->mpi_comm, &c->topo);
+    if (st != HCOMM_SUCCESS) goto fail;
     st = make_transport(c, ucx_everywhere);
     if (st != HCOMM_SUCCESS) goto fail;
     c->seq = 1;
-    c->handle = (hcomm_comm_t)(((uintptr_t)generation[c->id] << 16 | c->id) + 1);
+    c->handle =
+        (hcomm_comm_t)(((uintptr_t)generation[c->id] << 16 | c->id) + 1);
     table[c->id] = c;
     hcomm_debug("communicator %u: rank %d of %d over %s", (unsigned)c->id,
                 c->rank, c->size, c->tp->ops->name);
@@ -135,6 +139,7 @@ static hcomm_status_t create_from(MPI_Comm parent, hcomm_comm_t *out) {
     return HCOMM_SUCCESS;
 fail:
     if (c) {
+        hcomm_topo_free(c->topo);
         if (have_id) release_id(c->id);
         if (c->mpi_comm != MPI_COMM_NULL) PMPI_Comm_free(&c->mpi_comm);
         free(c);
@@ -144,8 +149,7 @@ fail:
 
 static hcomm_status_t check_ready(void *out) {
     if (!hcomm_is_initialized())
-        return hcomm_error(HCOMM_ERR_NOT_INITIALIZED,
-                           "call hcomm_init first");
+        return hcomm_error(HCOMM_ERR_NOT_INITIALIZED, "call hcomm_init first");
     if (!out)
         return hcomm_error(HCOMM_ERR_INVALID_ARG,
                            "the output handle pointer is NULL");
@@ -196,6 +200,7 @@ static void destroy(hcomm_comm_impl_t *c) {
     for (int i = 0; i < HCOMM_PLAN_CACHE_SIZE; i++)
         if (c->plans[i].valid) hcomm_plan_release(&c->plans[i].plan);
     if (c->tp) c->tp->ops->destroy(c->tp);
+    hcomm_topo_free(c->topo);
     generation[c->id]++;
     table[c->id] = NULL;
     release_id(c->id);
@@ -270,8 +275,7 @@ hcomm_status_t hcomm_comm_plan_get(hcomm_comm_impl_t *c,
     if (st != HCOMM_SUCCESS) {
         hcomm_plan_release(&tmp);
         return st == HCOMM_ERR_NO_MEMORY
-                   ? hcomm_error(st, "no memory to build a %s plan",
-                                 algo->name)
+                   ? hcomm_error(st, "no memory to build a %s plan", algo->name)
                    : hcomm_error(st, "algorithm %s cannot run %s here",
                                  algo->name, hcomm_coll_name(args->coll));
     }

@@ -19,12 +19,16 @@ typedef struct {
     int valid;
 } hcomm_plan_slot_t;
 
+struct hcomm_topo;
+
 typedef struct hcomm_comm_impl {
     MPI_Comm mpi_comm; /* private duplicate: bootstrap and splits */
     int rank, size;
     uint16_t id;
     uint32_t seq; /* next collective's sequence number */
     hcomm_tp_t *tp;
+    /* Nodes, NUMA, devices: found at creation (src/topo/topo.h). */
+    struct hcomm_topo *topo;
     hcomm_status_t broken; /* set after a timeout: later calls fail fast */
     uint64_t uses;
     int inflight; /* requests started and not yet completed */

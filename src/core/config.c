@@ -49,6 +49,23 @@ static const cfg_entry_t table[HCOMM_CFG_COUNT] = {
     {"HCOMM_SPIN_COUNT", CFG_INT, "auto", NULL,
      "Idle polls before a waiting rank yields the CPU on each poll; auto: "
      "0 when a node has more ranks than cores, else 20000."},
+    {"HCOMM_MPI_INTERCEPT", CFG_STRING, "all", NULL,
+     "libhcomm_mpi.so: the MPI calls HCOMM takes: all, none (pure "
+     "pass-through) or a list of allreduce, iallreduce, allgather, bcast, "
+     "reduce, reduce_scatter_block, alltoall, barrier, each with an optional "
+     "window of sizes in bytes as hcomm_perf reports them (`allreduce:32K`, "
+     "`bcast:512-1M`)."},
+    {"HCOMM_MPI_STATS", CFG_INT, "0", NULL,
+     "libhcomm_mpi.so: 1 prints on stderr at MPI_Finalize, per rank and "
+     "collective, the calls HCOMM took and those left to MPI, and why."},
+    {"HCOMM_ENABLE_TOPOLOGY_AWARE", CFG_CHOICE, "1", "0|1",
+     "1: algorithms may use the node map; 0: it is still found and shown by "
+     "hcomm_info, but algorithms treat every communicator as flat."},
+    {"HCOMM_OVERRIDE_TOPO", CFG_STRING, "", NULL,
+     "Path of a JSON file stating the nodes in place of the detected ones: "
+     "`{\"nodes\": [{\"name\": \"n0\", \"ranks\": [0, 1], \"gpus\": "
+     "[...], \"nics\": [...]}, ...]}` with every MPI_COMM_WORLD rank once; "
+     "name, gpus and nics optional, other keys an error."},
 };
 
 typedef struct {
@@ -67,10 +84,20 @@ static int parse_size(const char *s, long long *out) {
     if (end == s || errno || s[0] == '-') return -1;
     unsigned long long mult = 1;
     switch (toupper((unsigned char)*end)) {
-    case 'K': mult = 1ull << 10; end++; break;
-    case 'M': mult = 1ull << 20; end++; break;
-    case 'G': mult = 1ull << 30; end++; break;
-    default: break;
+    case 'K':
+        mult = 1ull << 10;
+        end++;
+        break;
+    case 'M':
+        mult = 1ull << 20;
+        end++;
+        break;
+    case 'G':
+        mult = 1ull << 30;
+        end++;
+        break;
+    default:
+        break;
     }
     if (toupper((unsigned char)*end) == 'B') end++;
     if (*end != '\0' || v > (unsigned long long)LLONG_MAX / mult) return -1;
@@ -114,7 +141,9 @@ static hcomm_status_t parse_value(int id, const char *s, hcomm_cfg_src_t src) {
     strcpy(v.text, s);
     int bad = 0;
     switch (e->type) {
-    case CFG_SIZE: bad = parse_size(s, &v.i); break;
+    case CFG_SIZE:
+        bad = parse_size(s, &v.i);
+        break;
     case CFG_INT:
         if (strcmp(s, "auto") == 0) {
             v.i = -1;
@@ -131,19 +160,26 @@ static hcomm_status_t parse_value(int id, const char *s, hcomm_cfg_src_t src) {
         bad = end == s || *end || !(v.d > 0);
         break;
     }
-    case CFG_CHOICE: bad = !in_choices(e->choices, s); break;
-    case CFG_LEVEL: bad = parse_level(s, &v.i); break;
-    case CFG_STRING: break;
+    case CFG_CHOICE:
+        bad = !in_choices(e->choices, s);
+        break;
+    case CFG_LEVEL:
+        bad = parse_level(s, &v.i);
+        break;
+    case CFG_STRING:
+        break;
     }
     if (bad) {
         static const char *expect[] = {
-            "a size in bytes (e.g. 4096, 256K, 1M)", "an integer >= 0 or auto",
-            "a number > 0", NULL, "none|error|warn|info|debug|trace or 0-5",
+            "a size in bytes (e.g. 4096, 256K, 1M)",
+            "an integer >= 0 or auto",
+            "a number > 0",
+            NULL,
+            "none|error|warn|info|debug|trace or 0-5",
             NULL};
-        return hcomm_error(HCOMM_ERR_INVALID_ARG, "%s=%s: expected %s",
-                           e->name, s,
-                           e->type == CFG_CHOICE ? e->choices
-                                                 : expect[e->type]);
+        return hcomm_error(
+            HCOMM_ERR_INVALID_ARG, "%s=%s: expected %s", e->name, s,
+            e->type == CFG_CHOICE ? e->choices : expect[e->type]);
     }
     values[id] = v;
     if (id == HCOMM_CFG_DEBUG) hcomm_log_level = (int)v.i;
@@ -161,7 +197,8 @@ static size_t edit_distance(const char *a, const char *b) {
     size_t la = strlen(a), lb = strlen(b);
     if (la > 64 || lb > 64) return (size_t)-1;
     size_t row[65];
-    for (size_t j = 0; j <= lb; j++) row[j] = j;
+    for (size_t j = 0; j <= lb; j++)
+        row[j] = j;
     for (size_t i = 1; i <= la; i++) {
         size_t diag = row[0];
         row[0] = i;
@@ -192,8 +229,8 @@ const char *hcomm_config_nearest(const char *name) {
 
 hcomm_status_t hcomm_config_load(void) {
     for (int i = 0; i < HCOMM_CFG_COUNT; i++) {
-        hcomm_status_t st = parse_value(i, table[i].default_value,
-                                        HCOMM_CFG_SRC_DEFAULT);
+        hcomm_status_t st =
+            parse_value(i, table[i].default_value, HCOMM_CFG_SRC_DEFAULT);
         if (st != HCOMM_SUCCESS) return st;
     }
     /* HCOMM_DEBUG first, so that the warnings below obey it. */
@@ -210,8 +247,7 @@ hcomm_status_t hcomm_config_load(void) {
         if (len >= sizeof(name)) continue;
         memcpy(name, *e, len);
         name[len] = '\0';
-        if (find(name) >= 0 || strncmp(name, "HCOMM_TEST_", 11) == 0)
-            continue;
+        if (find(name) >= 0 || strncmp(name, "HCOMM_TEST_", 11) == 0) continue;
         const char *near = hcomm_config_nearest(name);
         if (near)
             hcomm_warn("unknown variable %s: did you mean %s?", name, near);

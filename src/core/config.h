@@ -16,10 +16,18 @@ typedef enum {
     HCOMM_CFG_BUFFER_POOL_SIZE,
     HCOMM_CFG_TIMEOUT,
     HCOMM_CFG_SPIN_COUNT,
+    HCOMM_CFG_MPI_INTERCEPT,
+    HCOMM_CFG_MPI_STATS,
+    HCOMM_CFG_ENABLE_TOPOLOGY_AWARE,
+    HCOMM_CFG_OVERRIDE_TOPO,
     HCOMM_CFG_COUNT
 } hcomm_cfg_id_t;
 
-typedef enum { HCOMM_CFG_SRC_DEFAULT, HCOMM_CFG_SRC_ENV, HCOMM_CFG_SRC_SET } hcomm_cfg_src_t;
+typedef enum {
+    HCOMM_CFG_SRC_DEFAULT,
+    HCOMM_CFG_SRC_ENV,
+    HCOMM_CFG_SRC_SET
+} hcomm_cfg_src_t;
 
 /* Reads every variable from the environment (defaults for unset ones) and
  * warns about HCOMM_* variables that are not in the table, naming the nearest

@@ -24,8 +24,8 @@ typedef struct {
 extern hcomm_context_t hcomm_ctx;
 
 static inline int hcomm_is_initialized(void) {
-    return atomic_load_explicit(&hcomm_ctx.initialized,
-                                memory_order_acquire) > 0;
+    return atomic_load_explicit(&hcomm_ctx.initialized, memory_order_acquire) >
+           0;
 }
 
 #endif

@@ -49,19 +49,32 @@ const char *hcomm_last_error(void) {
 
 const char *hcomm_strerror(hcomm_status_t status) {
     switch (status) {
-    case HCOMM_SUCCESS: return "success";
-    case HCOMM_ERR_INVALID_ARG: return "invalid argument";
-    case HCOMM_ERR_INVALID_DTYPE: return "invalid data type";
-    case HCOMM_ERR_INVALID_OP: return "invalid reduction operation";
-    case HCOMM_ERR_INVALID_COMM: return "invalid communicator";
-    case HCOMM_ERR_OVERFLOW: return "size overflow";
-    case HCOMM_ERR_NOT_INITIALIZED: return "not initialized";
-    case HCOMM_ERR_NO_MEMORY: return "out of memory";
-    case HCOMM_ERR_TRANSPORT: return "transport error";
-    case HCOMM_ERR_TIMEOUT: return "timeout";
-    case HCOMM_ERR_UNSUPPORTED: return "unsupported";
-    case HCOMM_ERR_INTERNAL: return "internal error";
-    case HCOMM_ERR_IN_PROGRESS: return "in progress";
+    case HCOMM_SUCCESS:
+        return "success";
+    case HCOMM_ERR_INVALID_ARG:
+        return "invalid argument";
+    case HCOMM_ERR_INVALID_DTYPE:
+        return "invalid data type";
+    case HCOMM_ERR_INVALID_OP:
+        return "invalid reduction operation";
+    case HCOMM_ERR_INVALID_COMM:
+        return "invalid communicator";
+    case HCOMM_ERR_OVERFLOW:
+        return "size overflow";
+    case HCOMM_ERR_NOT_INITIALIZED:
+        return "not initialized";
+    case HCOMM_ERR_NO_MEMORY:
+        return "out of memory";
+    case HCOMM_ERR_TRANSPORT:
+        return "transport error";
+    case HCOMM_ERR_TIMEOUT:
+        return "timeout";
+    case HCOMM_ERR_UNSUPPORTED:
+        return "unsupported";
+    case HCOMM_ERR_INTERNAL:
+        return "internal error";
+    case HCOMM_ERR_IN_PROGRESS:
+        return "in progress";
     }
     return "unknown status";
 }

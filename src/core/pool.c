@@ -16,7 +16,8 @@ typedef struct {
 
 static unsigned size_class(size_t bytes) {
     unsigned cls = MIN_CLASS;
-    while (cls < HCOMM_POOL_CLASSES - 1 && ((size_t)1 << cls) < bytes) cls++;
+    while (cls < HCOMM_POOL_CLASSES - 1 && ((size_t)1 << cls) < bytes)
+        cls++;
     return cls;
 }
 
@@ -24,7 +25,8 @@ void hcomm_pool_init(hcomm_pool_t *pool, size_t budget) {
     pthread_mutex_init(&pool->lock, NULL);
     pool->budget = budget;
     pool->cached_bytes = pool->live_bytes = 0;
-    for (int i = 0; i < HCOMM_POOL_CLASSES; i++) pool->free_list[i] = NULL;
+    for (int i = 0; i < HCOMM_POOL_CLASSES; i++)
+        pool->free_list[i] = NULL;
 }
 
 void hcomm_pool_destroy(hcomm_pool_t *pool) {

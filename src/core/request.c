@@ -37,8 +37,10 @@ static void list_add(struct hcomm_request *req) {
 static void list_remove(struct hcomm_request *req) {
     if (!req->active) return;
     pthread_mutex_lock(&active_lock);
-    if (req->prev) req->prev->next = req->next;
-    else active_head = req->next;
+    if (req->prev)
+        req->prev->next = req->next;
+    else
+        active_head = req->next;
     if (req->next) req->next->prev = req->prev;
     req->active = 0;
     req->comm->inflight--;
@@ -121,7 +123,8 @@ hcomm_status_t hcomm_request_complete(struct hcomm_request *req) {
         /* The clock is read rarely: it costs as much as a poll. */
         if ((polls & 1023) == 0) {
             double t = now_seconds();
-            if (polls == 0) start = t;
+            if (polls == 0)
+                start = t;
             else if (t - start > timeout) {
                 timed_out(req, t - start);
                 break;
@@ -132,8 +135,8 @@ hcomm_status_t hcomm_request_complete(struct hcomm_request *req) {
     release(req);
     if (st != HCOMM_SUCCESS && st != HCOMM_ERR_TIMEOUT)
         hcomm_error(st, "%s (sequence %u) failed on rank %d: %s",
-                    hcomm_coll_name(req->coll), req->exec.seq,
-                    req->comm->rank, hcomm_strerror(st));
+                    hcomm_coll_name(req->coll), req->exec.seq, req->comm->rank,
+                    hcomm_strerror(st));
     return st;
 }
 

@@ -14,7 +14,7 @@ struct hcomm_request {
     const hcomm_plan_t *plan;
     hcomm_coll_t coll;
     hcomm_status_t status;
-    int active; /* in the process-wide list of running requests */
+    int active;       /* in the process-wide list of running requests */
     atomic_flag busy; /* a thread is progressing it */
     struct hcomm_request *prev, *next;
 };

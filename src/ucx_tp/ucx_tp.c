@@ -145,10 +145,10 @@ err_ctx:
 /* UCX prints its own warnings on stdout by default. HCOMM never writes
  * there, so while HCOMM holds UCX, UCX's messages go through HCOMM's log,
  * on stderr, at the matching level. */
-static ucs_log_func_rc_t ucx_log_to_stderr(
-    const char *file, unsigned line, const char *function,
-    ucs_log_level_t level, const ucs_log_component_config_t *comp,
-    const char *message, va_list ap) {
+static ucs_log_func_rc_t
+ucx_log_to_stderr(const char *file, unsigned line, const char *function,
+                  ucs_log_level_t level, const ucs_log_component_config_t *comp,
+                  const char *message, va_list ap) {
     (void)comp;
     hcomm_log_level_t ours = level <= UCS_LOG_LEVEL_ERROR  ? HCOMM_LOG_ERROR
                              : level == UCS_LOG_LEVEL_WARN ? HCOMM_LOG_WARN

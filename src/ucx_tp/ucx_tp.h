@@ -64,9 +64,8 @@ static inline void hcomm_ucx_finalize(void) {}
 static inline int hcomm_ucx_available(void) {
     return 0;
 }
-static inline hcomm_status_t hcomm_ucx_tp_create(MPI_Comm comm,
-                                                 uint16_t comm_id,
-                                                 hcomm_tp_t **out) {
+static inline hcomm_status_t
+hcomm_ucx_tp_create(MPI_Comm comm, uint16_t comm_id, hcomm_tp_t **out) {
     (void)comm;
     (void)comm_id;
     (void)out;

@@ -37,11 +37,17 @@ void ref_store(hcomm_dtype_t t, void *buf, size_t i, double f, int64_t v) {
     char *p = (char *)buf + i * hcomm_dtype_size(t);
     switch (t) {
     case HCOMM_INT8:
-    case HCOMM_UINT8: *(uint8_t *)p = (uint8_t)v; break;
+    case HCOMM_UINT8:
+        *(uint8_t *)p = (uint8_t)v;
+        break;
     case HCOMM_INT32:
-    case HCOMM_UINT32: *(uint32_t *)p = (uint32_t)v; break;
+    case HCOMM_UINT32:
+        *(uint32_t *)p = (uint32_t)v;
+        break;
     case HCOMM_INT64:
-    case HCOMM_UINT64: *(uint64_t *)p = (uint64_t)v; break;
+    case HCOMM_UINT64:
+        *(uint64_t *)p = (uint64_t)v;
+        break;
     case HCOMM_FLOAT16: {
         _Float16 h = (_Float16)(float)f;
         memcpy(p, &h, 2);
@@ -52,9 +58,14 @@ void ref_store(hcomm_dtype_t t, void *buf, size_t i, double f, int64_t v) {
         memcpy(p, &b, 2);
         break;
     }
-    case HCOMM_FLOAT32: *(float *)p = (float)f; break;
-    case HCOMM_FLOAT64: *(double *)p = f; break;
-    default: break;
+    case HCOMM_FLOAT32:
+        *(float *)p = (float)f;
+        break;
+    case HCOMM_FLOAT64:
+        *(double *)p = f;
+        break;
+    default:
+        break;
     }
 }
 
@@ -86,13 +97,26 @@ void ref_expect(hcomm_dtype_t t, hcomm_op_t op, int n, size_t base, size_t i,
         /* Integer average: the wrapped sum, divided in the type. */
         char *p = (char *)buf + i * hcomm_dtype_size(t);
         switch (t) {
-        case HCOMM_INT8: *(int8_t *)p = (int8_t)(*(int8_t *)p / n); break;
-        case HCOMM_UINT8: *(uint8_t *)p = (uint8_t)(*(uint8_t *)p / n); break;
-        case HCOMM_INT32: *(int32_t *)p /= n; break;
-        case HCOMM_UINT32: *(uint32_t *)p /= (uint32_t)n; break;
-        case HCOMM_INT64: *(int64_t *)p /= n; break;
-        case HCOMM_UINT64: *(uint64_t *)p /= (uint64_t)n; break;
-        default: break;
+        case HCOMM_INT8:
+            *(int8_t *)p = (int8_t)(*(int8_t *)p / n);
+            break;
+        case HCOMM_UINT8:
+            *(uint8_t *)p = (uint8_t)(*(uint8_t *)p / n);
+            break;
+        case HCOMM_INT32:
+            *(int32_t *)p /= n;
+            break;
+        case HCOMM_UINT32:
+            *(uint32_t *)p /= (uint32_t)n;
+            break;
+        case HCOMM_INT64:
+            *(int64_t *)p /= n;
+            break;
+        case HCOMM_UINT64:
+            *(uint64_t *)p /= (uint64_t)n;
+            break;
+        default:
+            break;
         }
         return;
     }
@@ -102,9 +126,9 @@ void ref_expect(hcomm_dtype_t t, hcomm_op_t op, int n, size_t base, size_t i,
         ref_store(t, buf, i, (double)((float)facc / (float)n), 0);
 }
 
-const char *ref_dtype_names[HCOMM_DTYPE_COUNT] = {"int8",    "uint8",    "int32", "uint32",
-                                    "int64",   "uint64",   "float16",
-                                    "bfloat16", "float32", "float64"};
+const char *ref_dtype_names[HCOMM_DTYPE_COUNT] = {
+    "int8",   "uint8",   "int32",    "uint32",  "int64",
+    "uint64", "float16", "bfloat16", "float32", "float64"};
 const char *ref_op_names[HCOMM_OP_COUNT] = {"sum", "prod", "max", "min", "avg"};
 
 void ref_fill(hcomm_dtype_t t, hcomm_op_t op, int r, void *buf, size_t count) {

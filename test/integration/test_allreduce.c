@@ -27,11 +27,14 @@ static void run_one(hcomm_comm_t comm, int n, hcomm_dtype_t t, hcomm_op_t op,
     char *want = malloc(bytes + 1);
     char *sbuf = sraw + misalign, *rbuf = rraw + misalign;
     ref_fill(t, op, r, sbuf, count);
-    for (size_t i = 0; i < count; i++) ref_expect(t, op, n, 0, i, want);
-    if (inplace) memcpy(rbuf, sbuf, bytes);
-    else memset(rbuf, 0x5a, bytes);
-    hcomm_status_t st = hcomm_allreduce(inplace ? rbuf : sbuf, rbuf, count, t,
-                                        op, comm);
+    for (size_t i = 0; i < count; i++)
+        ref_expect(t, op, n, 0, i, want);
+    if (inplace)
+        memcpy(rbuf, sbuf, bytes);
+    else
+        memset(rbuf, 0x5a, bytes);
+    hcomm_status_t st =
+        hcomm_allreduce(inplace ? rbuf : sbuf, rbuf, count, t, op, comm);
     CHECK(st == HCOMM_SUCCESS, "%s %s %s count %zu: %s (%s)", algo,
           ref_dtype_names[t], ref_op_names[op], count, hcomm_strerror(st),
           hcomm_last_error());
@@ -39,9 +42,8 @@ static void run_one(hcomm_comm_t comm, int n, hcomm_dtype_t t, hcomm_op_t op,
     for (size_t i = 0; i < count; i++)
         if (memcmp(rbuf + i * es, want + i * es, es) != 0 && bad++ == 0)
             first = i;
-    CHECK(bad == 0,
-          "%s %s %s count %zu %s%s: %zu wrong elements, first at %zu", algo,
-          ref_dtype_names[t], ref_op_names[op], count,
+    CHECK(bad == 0, "%s %s %s count %zu %s%s: %zu wrong elements, first at %zu",
+          algo, ref_dtype_names[t], ref_op_names[op], count,
           inplace ? "in place" : "out of place", misalign ? " misaligned" : "",
           bad, first);
     free(sraw);
@@ -52,8 +54,9 @@ static void run_one(hcomm_comm_t comm, int n, hcomm_dtype_t t, hcomm_op_t op,
 static void test_matrix(hcomm_comm_t world) {
     static const char *algos[] = {"", "ring", "recursive_doubling",
                                   "rabenseifner"};
-    size_t counts[] = {0, 1, 2, 3, 7, (size_t)nranks - 1, (size_t)nranks,
-                       (size_t)nranks + 1, 1031};
+    size_t counts[] = {
+        0,   1, 2, 3, 7, (size_t)nranks - 1, (size_t)nranks, (size_t)nranks + 1,
+        1031};
     for (int a = 0; a < 4; a++) {
         char spec[64];
         snprintf(spec, sizeof(spec), "%s%s", algos[a][0] ? "allreduce=" : "",
@@ -63,9 +66,9 @@ static void test_matrix(hcomm_comm_t world) {
             for (int op = 0; op < HCOMM_OP_COUNT; op++)
                 for (size_t c = 0; c < sizeof(counts) / sizeof(counts[0]); c++)
                     for (int inplace = 0; inplace < 2; inplace++)
-                        run_one(world, nranks, (hcomm_dtype_t)t,
-                                (hcomm_op_t)op, counts[c], inplace,
-                                counts[c] == 1031 && t % 2, a ? algos[a] : "auto");
+                        run_one(world, nranks, (hcomm_dtype_t)t, (hcomm_op_t)op,
+                                counts[c], inplace, counts[c] == 1031 && t % 2,
+                                a ? algos[a] : "auto");
         /* Many chunks per block: a small chunk exercises pipelining. */
         CHECK_OK(hcomm_config_set("HCOMM_CHUNK_SIZE", "4K"));
         run_one(world, nranks, HCOMM_INT32, HCOMM_SUM, 100003, 0, 0, algos[a]);
@@ -94,7 +97,8 @@ static void test_concurrent_comms(hcomm_comm_t world) {
     CHECK(hrank == hsize - 1 - rank / 2, "split rank %d (key reversed)", hrank);
     enum { N = 4099 };
     static int64_t a[N], b[N], c[N];
-    for (int i = 0; i < N; i++) a[i] = b[i] = c[i] = rank + i;
+    for (int i = 0; i < N; i++)
+        a[i] = b[i] = c[i] = rank + i;
     hcomm_request_t req[3];
     CHECK_OK(hcomm_iallreduce(a, a, N, HCOMM_INT64, HCOMM_SUM, half, &req[0]));
     CHECK_OK(hcomm_iallreduce(b, b, N, HCOMM_INT64, HCOMM_MAX, dup, &req[1]));
@@ -104,7 +108,8 @@ static void test_concurrent_comms(hcomm_comm_t world) {
     CHECK_OK(hcomm_wait(&req[1]));
     CHECK(req[0] == HCOMM_REQUEST_NULL, "wait resets the request");
     int64_t half_sum = 0;
-    for (int r = rank % 2; r < nranks; r += 2) half_sum += r;
+    for (int r = rank % 2; r < nranks; r += 2)
+        half_sum += r;
     int bad = 0;
     for (int i = 0; i < N; i++)
         bad += a[i] != half_sum + (int64_t)hsize * i ||
@@ -119,19 +124,22 @@ static void test_concurrent_comms(hcomm_comm_t world) {
 static void test_overlap(hcomm_comm_t world) {
     size_t n = 1 << 20;
     float *x = malloc(n * sizeof(float));
-    for (size_t i = 0; i < n; i++) x[i] = (float)(i % 13);
+    for (size_t i = 0; i < n; i++)
+        x[i] = (float)(i % 13);
     hcomm_request_t req;
     CHECK_OK(hcomm_iallreduce(x, x, n, HCOMM_FLOAT32, HCOMM_SUM, world, &req));
     volatile double work = 0;
     hcomm_status_t st = HCOMM_ERR_IN_PROGRESS;
     for (long step = 0; st == HCOMM_ERR_IN_PROGRESS; step++) {
-        for (int k = 0; k < 1000; k++) work += k * 0.5;
+        for (int k = 0; k < 1000; k++)
+            work += k * 0.5;
         st = hcomm_test(&req);
     }
     CHECK(st == HCOMM_SUCCESS, "test: %s", hcomm_strerror(st));
     CHECK(req == HCOMM_REQUEST_NULL, "test resets a completed request");
     size_t bad = 0;
-    for (size_t i = 0; i < n; i++) bad += x[i] != (float)(i % 13) * nranks;
+    for (size_t i = 0; i < n; i++)
+        bad += x[i] != (float)(i % 13) * nranks;
     CHECK(bad == 0, "overlapped iallreduce: %zu wrong", bad);
     free(x);
 }

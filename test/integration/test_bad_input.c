@@ -59,9 +59,9 @@ int main(int argc, char **argv) {
                hcomm_allreduce(x, y, 4, (hcomm_dtype_t)-1, HCOMM_SUM, comm));
     EXPECT_ERR(HCOMM_ERR_INVALID_OP,
                hcomm_allreduce(x, y, 4, HCOMM_FLOAT32, (hcomm_op_t)99, comm));
-    EXPECT_ERR(HCOMM_ERR_INVALID_COMM,
-               hcomm_allreduce(x, y, 4, HCOMM_FLOAT32, HCOMM_SUM,
-                               HCOMM_COMM_NULL));
+    EXPECT_ERR(
+        HCOMM_ERR_INVALID_COMM,
+        hcomm_allreduce(x, y, 4, HCOMM_FLOAT32, HCOMM_SUM, HCOMM_COMM_NULL));
     /* freed was reset to NULL; a copy of the old handle must fail too. */
     CHECK(freed == HCOMM_COMM_NULL, "free resets the handle");
     hcomm_comm_t stale;
@@ -74,9 +74,9 @@ int main(int argc, char **argv) {
     EXPECT_ERR(HCOMM_ERR_INVALID_COMM,
                hcomm_allreduce(x, y, 4, HCOMM_FLOAT32, HCOMM_SUM,
                                (hcomm_comm_t)(uintptr_t)0x12345678));
-    EXPECT_ERR(HCOMM_ERR_OVERFLOW,
-               hcomm_allreduce(x, y, SIZE_MAX / 2, HCOMM_FLOAT32, HCOMM_SUM,
-                               comm));
+    EXPECT_ERR(
+        HCOMM_ERR_OVERFLOW,
+        hcomm_allreduce(x, y, SIZE_MAX / 2, HCOMM_FLOAT32, HCOMM_SUM, comm));
     EXPECT_ERR(HCOMM_ERR_OVERFLOW,
                hcomm_allreduce(x, y, SIZE_MAX, HCOMM_UINT8, HCOMM_SUM, comm));
     EXPECT_ERR(HCOMM_ERR_INVALID_ARG,
@@ -122,9 +122,9 @@ int main(int argc, char **argv) {
     /* Overlapping buffers that are not the in-place form. */
     {
         float big[64];
-        EXPECT_ERR(HCOMM_ERR_INVALID_ARG,
-                   hcomm_allreduce(big, big + 1, 4, HCOMM_FLOAT32, HCOMM_SUM,
-                                   comm));
+        EXPECT_ERR(
+            HCOMM_ERR_INVALID_ARG,
+            hcomm_allreduce(big, big + 1, 4, HCOMM_FLOAT32, HCOMM_SUM, comm));
         EXPECT_ERR(HCOMM_ERR_INVALID_ARG,
                    hcomm_alltoall(big, big + 1, 2, HCOMM_FLOAT32, comm));
         EXPECT_ERR(HCOMM_ERR_INVALID_ARG,
@@ -139,8 +139,8 @@ int main(int argc, char **argv) {
 
     /* After all that, the communicator still works. */
     CHECK_OK(hcomm_allreduce(x, y, 4, HCOMM_FLOAT32, HCOMM_SUM, comm));
-    CHECK(y[0] == n && y[3] == 4.0f * n, "allreduce after errors: %g %g",
-          y[0], y[3]);
+    CHECK(y[0] == n && y[3] == 4.0f * n, "allreduce after errors: %g %g", y[0],
+          y[3]);
 
     /* A rank that does not come: the others time out and say for whom. */
     if (n > 1) {

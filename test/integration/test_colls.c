@@ -62,7 +62,8 @@ static void prepare(const shape_t *s, int n, int r, bufs_t *b) {
     switch (s->coll) {
     case HCOMM_COLL_ALLGATHER:
     case HCOMM_COLL_GATHER:
-        for (size_t i = 0; i < c; i++) input_at(s, r, r * c + i, b->send, i);
+        for (size_t i = 0; i < c; i++)
+            input_at(s, r, r * c + i, b->send, i);
         for (int q = 0; q < n && rcount; q++)
             for (size_t i = 0; i < c; i++)
                 input_at(s, q, q * c + i, b->want, q * c + i);
@@ -72,26 +73,31 @@ static void prepare(const shape_t *s, int n, int r, bufs_t *b) {
         }
         break;
     case HCOMM_COLL_REDUCE_SCATTER:
-        for (size_t i = 0; i < nc; i++) input_at(s, r, i, b->send, i);
+        for (size_t i = 0; i < nc; i++)
+            input_at(s, r, i, b->send, i);
         for (size_t i = 0; i < c; i++)
             ref_expect(s->t, s->op, n, r * c, i, b->want);
         if (s->inplace) b->recv = b->send + (size_t)r * c * es;
         break;
     case HCOMM_COLL_SCATTER:
         if (r == s->root)
-            for (size_t i = 0; i < nc; i++) input_at(s, r, i, b->send, i);
+            for (size_t i = 0; i < nc; i++)
+                input_at(s, r, i, b->send, i);
         for (size_t i = 0; i < c; i++)
             input_at(s, s->root, r * c + i, b->want, i);
         if (s->inplace && r == s->root) b->recv = b->send + (size_t)r * c * es;
         break;
     case HCOMM_COLL_BCAST:
         if (r == s->root)
-            for (size_t i = 0; i < c; i++) input_at(s, r, i, b->recv, i);
-        for (size_t i = 0; i < c; i++) input_at(s, s->root, i, b->want, i);
+            for (size_t i = 0; i < c; i++)
+                input_at(s, r, i, b->recv, i);
+        for (size_t i = 0; i < c; i++)
+            input_at(s, s->root, i, b->want, i);
         b->send = b->recv;
         break;
     case HCOMM_COLL_ALLTOALL:
-        for (size_t i = 0; i < nc; i++) input_at(s, r, i, b->send, i);
+        for (size_t i = 0; i < nc; i++)
+            input_at(s, r, i, b->send, i);
         for (int q = 0; q < n; q++)
             for (size_t i = 0; i < c; i++)
                 input_at(s, q, r * c + i, b->want, q * c + i);
@@ -101,7 +107,8 @@ static void prepare(const shape_t *s, int n, int r, bufs_t *b) {
         }
         break;
     default: /* allreduce, reduce */
-        for (size_t i = 0; i < c; i++) input_at(s, r, i, b->send, i);
+        for (size_t i = 0; i < c; i++)
+            input_at(s, r, i, b->send, i);
         for (size_t i = 0; i < c && rcount; i++)
             ref_expect(s->t, s->op, n, 0, i, b->want);
         if (s->inplace && rcount) {
@@ -134,7 +141,8 @@ static hcomm_status_t start(const shape_t *s, bufs_t *b, hcomm_comm_t comm,
         return hcomm_igather(b->send, b->recv, c, s->t, s->root, comm, req);
     case HCOMM_COLL_SCATTER:
         return hcomm_iscatter(b->send, b->recv, c, s->t, s->root, comm, req);
-    default: return hcomm_ibarrier(comm, req);
+    default:
+        return hcomm_ibarrier(comm, req);
     }
 }
 
@@ -247,8 +255,10 @@ static void test_barrier(hcomm_comm_t comm) {
         CHECK_OK(hcomm_barrier(comm));
         double left = now();
         MPI_Bcast(&arrived, 1, MPI_DOUBLE, nranks - 1, MPI_COMM_WORLD);
-        CHECK(left >= arrived, "left the barrier %.6f s before the last rank "
-                               "arrived", arrived - left);
+        CHECK(left >= arrived,
+              "left the barrier %.6f s before the last rank "
+              "arrived",
+              arrived - left);
     }
 }
 
@@ -256,15 +266,18 @@ static void test_send_recv(hcomm_comm_t comm) {
     size_t counts[] = {0, 1, 1031, 300003};
     for (size_t k = 0; k < 4; k++) {
         size_t c = counts[k];
-        int *out = malloc(c * sizeof(int) + 1), *in = malloc(c * sizeof(int) + 1);
-        for (size_t i = 0; i < c; i++) out[i] = rank * 1000003 + (int)i;
+        int *out = malloc(c * sizeof(int) + 1),
+            *in = malloc(c * sizeof(int) + 1);
+        for (size_t i = 0; i < c; i++)
+            out[i] = rank * 1000003 + (int)i;
         int right = (rank + 1) % nranks, left = (rank - 1 + nranks) % nranks;
         hcomm_request_t req[2];
         CHECK_OK(hcomm_irecv(in, c, HCOMM_INT32, left, 7, comm, &req[0]));
         CHECK_OK(hcomm_isend(out, c, HCOMM_INT32, right, 7, comm, &req[1]));
         CHECK_OK(hcomm_waitall(2, req));
         size_t bad = 0;
-        for (size_t i = 0; i < c; i++) bad += in[i] != left * 1000003 + (int)i;
+        for (size_t i = 0; i < c; i++)
+            bad += in[i] != left * 1000003 + (int)i;
         CHECK(bad == 0, "ring send/recv of %zu: %zu wrong", c, bad);
         /* Blocking, in pairs; tags keep two messages apart. */
         int peer = rank ^ 1;
@@ -309,7 +322,8 @@ static void test_concurrent(hcomm_comm_t world) {
         prepare(&s[i], n, r, &b[i]);
         CHECK_OK(start(&s[i], &b[i], comms[i], &req[i]));
     }
-    for (int i = 2; i >= 0; i--) finish(&s[i], &b[i], hcomm_wait(&req[i]));
+    for (int i = 2; i >= 0; i--)
+        finish(&s[i], &b[i], hcomm_wait(&req[i]));
     CHECK_OK(hcomm_comm_free(&half));
     CHECK_OK(hcomm_comm_free(&dup));
 }
@@ -340,7 +354,8 @@ int main(int argc, char **argv) {
     hcomm_comm_t world;
     CHECK_OK(hcomm_init(&argc, &argv));
     CHECK_OK(hcomm_comm_create(MPI_COMM_WORLD, &world));
-    for (size_t i = 0; i < NCOLLS; i++) test_collective(colls[i], world);
+    for (size_t i = 0; i < NCOLLS; i++)
+        test_collective(colls[i], world);
     test_barrier(world);
     test_send_recv(world);
     test_concurrent(world);

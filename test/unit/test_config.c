@@ -40,9 +40,9 @@ static void test_sizes(void **state) {
                      HCOMM_ERR_INVALID_ARG);
     assert_int_equal(hcomm_config_set("HCOMM_CHUNK_SIZE", ""),
                      HCOMM_ERR_INVALID_ARG);
-    assert_int_equal(hcomm_config_set("HCOMM_CHUNK_SIZE",
-                                      "99999999999999999999G"),
-                     HCOMM_ERR_INVALID_ARG);
+    assert_int_equal(
+        hcomm_config_set("HCOMM_CHUNK_SIZE", "99999999999999999999G"),
+        HCOMM_ERR_INVALID_ARG);
     assert_int_equal(hcomm_cfg_int(HCOMM_CFG_CHUNK_SIZE), 2 << 20);
     assert_non_null(strstr(hcomm_last_error(), "HCOMM_CHUNK_SIZE"));
 }

@@ -45,7 +45,8 @@ static void check_allreduce(const hcomm_algo_t *algo, int n, size_t count,
     reserve(count);
     for (size_t i = 0; i < count; i++) {
         int64_t s = 0;
-        for (int r = 0; r < n; r++) s += value(r, i);
+        for (int r = 0; r < n; r++)
+            s += value(r, i);
         want[i] = (int32_t)s;
     }
     for (int r = 0; r < n; r++) {
@@ -72,7 +73,8 @@ static void check_allreduce(const hcomm_algo_t *algo, int n, size_t count,
     for (int r = 0; r < n; r++) {
         if (count && memcmp(recv[r], want, count * sizeof(int32_t)) != 0) {
             size_t i = 0;
-            while (recv[r][i] == want[i]) i++;
+            while (recv[r][i] == want[i])
+                i++;
             fail_msg("%s n=%d count=%zu inplace=%d: rank %d element %zu is "
                      "%d, expected %d",
                      algo->name, n, count, inplace, r, i, recv[r][i], want[i]);
@@ -85,8 +87,8 @@ static void allreduce_matrix(const char *name) {
     assert_non_null(algo);
     for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
         int n = sizes[k];
-        size_t counts[] = {0, 1, 2, 3, 7, (size_t)n - 1, (size_t)n,
-                           (size_t)n + 1, 1009};
+        size_t counts[] = {
+            0, 1, 2, 3, 7, (size_t)n - 1, (size_t)n, (size_t)n + 1, 1009};
         for (size_t c = 0; c < sizeof(counts) / sizeof(counts[0]); c++) {
             /* Tiny chunks: many pipelined messages per block. */
             check_allreduce(algo, n, counts[c], (int)(c % 2), 8,
@@ -94,8 +96,7 @@ static void allreduce_matrix(const char *name) {
             check_allreduce(algo, n, counts[c], (int)!(c % 2), 256 << 10,
                             (uint32_t)(n * 17 + c));
         }
-        check_allreduce(algo, n, (1u << 20) + 3, n % 2, 256 << 10,
-                        (uint32_t)n);
+        check_allreduce(algo, n, (1u << 20) + 3, n % 2, 256 << 10, (uint32_t)n);
     }
 }
 
@@ -156,7 +157,8 @@ static void test_ops_and_types(void **state) {
                     for (int r = 0; r < n; r++)
                         if (frecv[r][i] != want)
                             fail_msg("%s n=%d op=%d rank %d [%zu]: %g != %g",
-                                     algo->name, n, op, r, i, frecv[r][i], want);
+                                     algo->name, n, op, r, i, frecv[r][i],
+                                     want);
                 }
             }
             for (int r = 0; r < n; r++) {

@@ -1,0 +1,162 @@
+/* libhcomm_mpi.so: the PMPI interposer that hands MPI collectives of
+ * unmodified programs to HCOMM (LD_PRELOAD), and everything it cannot serve
+ * to the MPI library untouched.
+ *
+ * Files: interpose.c (init, finalize, the communicator cache, statistics),
+ * interpose_map.c (datatypes and operations), interpose_coll.c (the C
+ * collectives), interpose_ireq.c (non-blocking calls as MPI generalized
+ * requests), interpose_fortran.c (Open MPI's Fortran bindings).
+ *
+ * The rule that keeps ranks from deadlocking: the decision to take a call
+ * must be the same on every rank of the call. It depends only on what MPI
+ * requires to match across ranks (datatype, op, count, root, communicator),
+ * never on rank-local state such as buffers. */
+#ifndef HCOMM_COMPAT_MPI_INTERPOSE_H
+#define HCOMM_COMPAT_MPI_INTERPOSE_H
+
+#include "hcomm.h"
+
+#include <mpi.h>
+#include <stdatomic.h>
+#include <stddef.h>
+
+#define HCMPI_EXPORT __attribute__((visibility("default")))
+
+typedef enum {
+    HCMPI_ALLREDUCE = 0,
+    HCMPI_IALLREDUCE,
+    HCMPI_ALLGATHER,
+    HCMPI_BCAST,
+    HCMPI_REDUCE,
+    HCMPI_REDUCE_SCATTER_BLOCK,
+    HCMPI_ALLTOALL,
+    HCMPI_BARRIER,
+    HCMPI_NCOLL
+} hcmpi_coll_t;
+
+/* Why a call went to MPI (the statistics name each one). */
+typedef enum {
+    HCMPI_WHY_DISABLED = 0, /* HCOMM_MPI_INTERCEPT, or HCOMM did not start */
+    HCMPI_WHY_REENTRY,      /* called from inside HCOMM */
+    HCMPI_WHY_USER_OP,
+    HCMPI_WHY_OP,      /* a predefined op HCOMM lacks (MAXLOC, LAND, BOR...) */
+    HCMPI_WHY_DERIVED, /* derived datatype */
+    HCMPI_WHY_DTYPE,   /* a predefined datatype HCOMM lacks */
+    HCMPI_WHY_TYPE_MISMATCH, /* send and receive types differ */
+    HCMPI_WHY_INTERCOMM,
+    HCMPI_WHY_ARGS,        /* MPI will report an error: let it */
+    HCMPI_WHY_EMPTY,       /* count 0 */
+    HCMPI_WHY_COMM_SETUP,  /* HCOMM could not make a communicator */
+    HCMPI_WHY_UNSUPPORTED, /* HCOMM does not implement it (yet) */
+    HCMPI_WHY_REFUSED,     /* HCOMM refused the arguments before sending */
+    HCMPI_WHY_NO_PROGRESS, /* no way to progress a generalized request */
+    HCMPI_WHY_SIZE,        /* outside the HCOMM_MPI_INTERCEPT size window */
+    HCMPI_NWHY
+} hcmpi_why_t;
+
+/* The value of the communicator-cache attribute. */
+typedef struct hcmpi_comm {
+    hcomm_comm_t comm; /* HCOMM_COMM_NULL: HCOMM cannot serve it (why) */
+    hcmpi_why_t why;
+    int rank, size;
+    struct hcmpi_comm *next; /* deferred frees */
+} hcmpi_comm_t;
+
+typedef struct {
+    atomic_uint mask; /* bit per hcmpi_coll_t that HCOMM may take */
+    int stats;        /* HCOMM_MPI_STATS */
+    int world_rank;
+    /* Message sizes HCOMM takes, per collective: the size hcomm_perf
+     * reports (allgather: the receive buffer; reduce_scatter_block, the
+     * send buffer; alltoall: one buffer). The same on every rank. */
+    size_t min_bytes[HCMPI_NCOLL], max_bytes[HCMPI_NCOLL];
+} hcmpi_state_t;
+
+extern hcmpi_state_t hcmpi;
+
+/* Non-zero while this thread runs inside HCOMM (or our own setup): any MPI
+ * call made from there goes straight to PMPI. initial-exec: the library is
+ * loaded at startup, and this is read on every call. */
+extern _Thread_local int hcmpi_depth __attribute__((tls_model("initial-exec")));
+
+/* Whether HCOMM may take coll on this thread now. */
+static inline int hcmpi_wants(hcmpi_coll_t coll) {
+    return !hcmpi_depth &&
+           ((atomic_load_explicit(&hcmpi.mask, memory_order_relaxed) >> coll) &
+            1u);
+}
+static inline int hcmpi_in_window(hcmpi_coll_t coll, size_t bytes) {
+    return bytes >= hcmpi.min_bytes[coll] && bytes <= hcmpi.max_bytes[coll];
+}
+static inline hcmpi_why_t hcmpi_why_not(void) {
+    return hcmpi_depth ? HCMPI_WHY_REENTRY : HCMPI_WHY_DISABLED;
+}
+
+/* --- interpose.c ------------------------------------------------------ */
+
+/* After PMPI_Init*: starts HCOMM unless HCOMM_MPI_INTERCEPT=none.
+ * Idempotent. */
+void hcmpi_after_init(void);
+/* The communicator's cache entry (made on first use: collective over comm),
+ * or NULL with *why set. */
+hcmpi_comm_t *hcmpi_comm_get(MPI_Comm comm, hcmpi_why_t *why);
+/* Frees entries whose HCOMM communicator still had requests running when
+ * MPI freed it (called as requests complete). */
+void hcmpi_comm_retry_frees(void);
+
+/* Statistics (counted only with HCOMM_MPI_STATS). Returns 0, so that a
+ * "try" function can `return hcmpi_fallback(...)`. */
+int hcmpi_fallback(hcmpi_coll_t coll, hcmpi_why_t why);
+void hcmpi_count_taken(hcmpi_coll_t coll);
+void hcmpi_count_failed(hcmpi_coll_t coll);
+const char *hcmpi_coll_name(hcmpi_coll_t coll);
+/* Logs an HCOMM failure that happened after data moved, and passes it to
+ * comm's MPI error handler; returns the MPI error code. */
+int hcmpi_report_failure(hcmpi_coll_t coll, MPI_Comm comm, hcomm_status_t st);
+
+/* --- interpose_map.c -------------------------------------------------- */
+
+void hcmpi_map_init(void);
+/* 1 and *out when HCOMM can take dtype (reduced, or only moved); else 0
+ * and *why. */
+int hcmpi_map_dtype(MPI_Datatype dtype, int reduced, hcomm_dtype_t *out,
+                    hcmpi_why_t *why);
+int hcmpi_map_op(MPI_Op op, hcomm_op_t *out, hcmpi_why_t *why);
+
+/* --- interpose_coll.c: the calls, for the C and Fortran entry points ---
+ * Each returns 1 when HCOMM ran the call (its MPI return code in *rc), 0
+ * when the caller must hand the call, untouched, to MPI. Buffers use C's
+ * MPI_IN_PLACE. */
+int hcmpi_try_allreduce(const void *sendbuf, void *recvbuf, int count,
+                        MPI_Datatype dtype, MPI_Op op, MPI_Comm comm, int *rc);
+int hcmpi_try_iallreduce(const void *sendbuf, void *recvbuf, int count,
+                         MPI_Datatype dtype, MPI_Op op, MPI_Comm comm,
+                         MPI_Request *request, int *rc);
+int hcmpi_try_allgather(const void *sendbuf, int sendcount,
+                        MPI_Datatype sendtype, void *recvbuf, int recvcount,
+                        MPI_Datatype recvtype, MPI_Comm comm, int *rc);
+int hcmpi_try_bcast(void *buf, int count, MPI_Datatype dtype, int root,
+                    MPI_Comm comm, int *rc);
+int hcmpi_try_reduce(const void *sendbuf, void *recvbuf, int count,
+                     MPI_Datatype dtype, MPI_Op op, int root, MPI_Comm comm,
+                     int *rc);
+int hcmpi_try_reduce_scatter_block(const void *sendbuf, void *recvbuf,
+                                   int recvcount, MPI_Datatype dtype, MPI_Op op,
+                                   MPI_Comm comm, int *rc);
+int hcmpi_try_alltoall(const void *sendbuf, int sendcount,
+                       MPI_Datatype sendtype, void *recvbuf, int recvcount,
+                       MPI_Datatype recvtype, MPI_Comm comm, int *rc);
+int hcmpi_try_barrier(MPI_Comm comm, int *rc);
+
+/* --- interpose_ireq.c ------------------------------------------------- */
+
+/* Whether this MPI lets us progress generalized requests (decided once at
+ * init, the same on every rank). */
+int hcmpi_ireq_available(void);
+void hcmpi_ireq_init(void);
+void hcmpi_ireq_finalize(void);
+/* Wraps a running HCOMM request into an MPI request that MPI_Wait/Test
+ * complete. */
+int hcmpi_ireq_wrap(hcomm_request_t hreq, MPI_Comm comm, MPI_Request *out);
+
+#endif

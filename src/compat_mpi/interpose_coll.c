@@ -1,0 +1,365 @@
+/* The C collectives: what HCOMM takes, how MPI's conventions (MPI_IN_PLACE,
+ * int counts, send and receive types) become HCOMM's, and the hand-off to
+ * PMPI for the rest.
+ *
+ * Data-movement collectives (allgather, bcast, alltoall) are taken only
+ * when the datatype is predefined and mapped. MPI lets ranks pass
+ * different (count, datatype) pairs with the same type signature; a program
+ * where one rank passes a derived datatype and another a predefined one is
+ * not supported: the first would go to MPI and the second to HCOMM, and
+ * they would never meet. */
+#include "coll/select.h"
+#include "compat_mpi/interpose.h"
+
+#include <stdint.h>
+#include <string.h>
+
+/* The same choice api.c makes: NULL means HCOMM has no algorithm for coll,
+ * which is true on every rank alike. Asked before the communicator is made,
+ * so that calls HCOMM cannot run yet cost no setup. */
+static int implemented(hcomm_coll_t coll, int count, hcomm_dtype_t dtype,
+                       int size) {
+    return hcomm_select(coll, (size_t)count * hcomm_dtype_size(dtype), size) !=
+           NULL;
+}
+
+/* After HCOMM ran: 1 and *rc, or 0 where nothing was sent and MPI should
+ * have the call (it then reports errors exactly as without us). */
+static int finish(hcmpi_coll_t coll, MPI_Comm comm, hcomm_status_t st,
+                  int *rc) {
+    switch (st) {
+    case HCOMM_SUCCESS:
+        hcmpi_count_taken(coll);
+        *rc = MPI_SUCCESS;
+        return 1;
+    case HCOMM_ERR_UNSUPPORTED:
+        return hcmpi_fallback(coll, HCMPI_WHY_UNSUPPORTED);
+    case HCOMM_ERR_INVALID_ARG:
+    case HCOMM_ERR_INVALID_DTYPE:
+    case HCOMM_ERR_INVALID_OP:
+    case HCOMM_ERR_INVALID_COMM:
+    case HCOMM_ERR_OVERFLOW:
+    case HCOMM_ERR_NOT_INITIALIZED:
+        return hcmpi_fallback(coll, HCMPI_WHY_REFUSED);
+    default:
+        *rc = hcmpi_report_failure(coll, comm, st);
+        return 1;
+    }
+}
+
+/* Bytes of count elements of t. */
+static size_t bytes_of(int count, hcomm_dtype_t t) {
+    return (size_t)count * hcomm_dtype_size(t);
+}
+#define OUTSIDE(k, bytes) (!hcmpi_in_window(k, bytes))
+
+#define ENTER() hcmpi_depth++
+#define LEAVE() hcmpi_depth--
+
+int hcmpi_try_allreduce(const void *sendbuf, void *recvbuf, int count,
+                        MPI_Datatype dtype, MPI_Op op, MPI_Comm comm, int *rc) {
+    const hcmpi_coll_t k = HCMPI_ALLREDUCE;
+    hcomm_dtype_t t;
+    hcomm_op_t o;
+    hcmpi_why_t why;
+    hcmpi_comm_t *c;
+    if (!hcmpi_wants(k)) return hcmpi_fallback(k, hcmpi_why_not());
+    if (!hcmpi_map_dtype(dtype, 1, &t, &why) || !hcmpi_map_op(op, &o, &why))
+        return hcmpi_fallback(k, why);
+    if (count <= 0)
+        return hcmpi_fallback(k, count ? HCMPI_WHY_ARGS : HCMPI_WHY_EMPTY);
+    if (OUTSIDE(k, bytes_of(count, t)))
+        return hcmpi_fallback(k, HCMPI_WHY_SIZE);
+    if (!(c = hcmpi_comm_get(comm, &why))) return hcmpi_fallback(k, why);
+    if (!implemented(HCOMM_COLL_ALLREDUCE, count, t, c->size))
+        return hcmpi_fallback(k, HCMPI_WHY_UNSUPPORTED);
+    if (sendbuf == MPI_IN_PLACE) sendbuf = recvbuf;
+    ENTER();
+    hcomm_status_t st =
+        hcomm_allreduce(sendbuf, recvbuf, (size_t)count, t, o, c->comm);
+    LEAVE();
+    return finish(k, comm, st, rc);
+}
+
+int hcmpi_try_iallreduce(const void *sendbuf, void *recvbuf, int count,
+                         MPI_Datatype dtype, MPI_Op op, MPI_Comm comm,
+                         MPI_Request *request, int *rc) {
+    const hcmpi_coll_t k = HCMPI_IALLREDUCE;
+    hcomm_dtype_t t;
+    hcomm_op_t o;
+    hcmpi_why_t why;
+    hcmpi_comm_t *c;
+    hcomm_request_t hreq;
+    if (!hcmpi_wants(k)) return hcmpi_fallback(k, hcmpi_why_not());
+    if (!hcmpi_ireq_available())
+        return hcmpi_fallback(k, HCMPI_WHY_NO_PROGRESS);
+    if (!hcmpi_map_dtype(dtype, 1, &t, &why) || !hcmpi_map_op(op, &o, &why))
+        return hcmpi_fallback(k, why);
+    if (count <= 0 || !request)
+        return hcmpi_fallback(k, count ? HCMPI_WHY_ARGS : HCMPI_WHY_EMPTY);
+    if (OUTSIDE(k, bytes_of(count, t)))
+        return hcmpi_fallback(k, HCMPI_WHY_SIZE);
+    if (!(c = hcmpi_comm_get(comm, &why))) return hcmpi_fallback(k, why);
+    if (!implemented(HCOMM_COLL_ALLREDUCE, count, t, c->size))
+        return hcmpi_fallback(k, HCMPI_WHY_UNSUPPORTED);
+    if (sendbuf == MPI_IN_PLACE) sendbuf = recvbuf;
+    ENTER();
+    hcomm_status_t st =
+        hcomm_iallreduce(sendbuf, recvbuf, (size_t)count, t, o, c->comm, &hreq);
+    LEAVE();
+    if (st != HCOMM_SUCCESS) return finish(k, comm, st, rc);
+    hcmpi_count_taken(k);
+    *rc = hcmpi_ireq_wrap(hreq, comm, request);
+    return 1;
+}
+
+/* allgather and alltoall: the send side as the receive side, or in place. */
+static int same_sides(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+                      int recvcount, MPI_Datatype recvtype) {
+    return sendbuf == MPI_IN_PLACE ||
+           (sendtype == recvtype && sendcount == recvcount);
+}
+
+int hcmpi_try_allgather(const void *sendbuf, int sendcount,
+                        MPI_Datatype sendtype, void *recvbuf, int recvcount,
+                        MPI_Datatype recvtype, MPI_Comm comm, int *rc) {
+    const hcmpi_coll_t k = HCMPI_ALLGATHER;
+    hcomm_dtype_t t;
+    hcmpi_why_t why;
+    hcmpi_comm_t *c;
+    if (!hcmpi_wants(k)) return hcmpi_fallback(k, hcmpi_why_not());
+    if (!hcmpi_map_dtype(recvtype, 0, &t, &why)) return hcmpi_fallback(k, why);
+    if (!same_sides(sendbuf, sendcount, sendtype, recvcount, recvtype))
+        return hcmpi_fallback(k, HCMPI_WHY_TYPE_MISMATCH);
+    if (recvcount <= 0)
+        return hcmpi_fallback(k, recvcount ? HCMPI_WHY_ARGS : HCMPI_WHY_EMPTY);
+    if (!(c = hcmpi_comm_get(comm, &why))) return hcmpi_fallback(k, why);
+    if (OUTSIDE(k, (size_t)c->size * bytes_of(recvcount, t)))
+        return hcmpi_fallback(k, HCMPI_WHY_SIZE);
+    if (!implemented(HCOMM_COLL_ALLGATHER, recvcount, t, c->size))
+        return hcmpi_fallback(k, HCMPI_WHY_UNSUPPORTED);
+    /* MPI_IN_PLACE: our block already sits in recvbuf, which is HCOMM's
+     * in-place form. A send buffer inside recvbuf elsewhere moves there
+     * first, so that no rank refuses what the others take. */
+    size_t block = (size_t)recvcount * hcomm_dtype_size(t);
+    char *mine = (char *)recvbuf + (size_t)c->rank * block;
+    if (sendbuf == MPI_IN_PLACE) {
+        sendbuf = mine;
+    } else {
+        uintptr_t s = (uintptr_t)sendbuf, r = (uintptr_t)recvbuf;
+        if (s + block > r && s < r + (size_t)c->size * block) {
+            if (sendbuf != mine) memmove(mine, sendbuf, block);
+            sendbuf = mine;
+        }
+    }
+    ENTER();
+    hcomm_status_t st =
+        hcomm_allgather(sendbuf, recvbuf, (size_t)recvcount, t, c->comm);
+    LEAVE();
+    return finish(k, comm, st, rc);
+}
+
+int hcmpi_try_bcast(void *buf, int count, MPI_Datatype dtype, int root,
+                    MPI_Comm comm, int *rc) {
+    const hcmpi_coll_t k = HCMPI_BCAST;
+    hcomm_dtype_t t;
+    hcmpi_why_t why;
+    hcmpi_comm_t *c;
+    if (!hcmpi_wants(k)) return hcmpi_fallback(k, hcmpi_why_not());
+    if (!hcmpi_map_dtype(dtype, 0, &t, &why)) return hcmpi_fallback(k, why);
+    if (count <= 0)
+        return hcmpi_fallback(k, count ? HCMPI_WHY_ARGS : HCMPI_WHY_EMPTY);
+    if (OUTSIDE(k, bytes_of(count, t)))
+        return hcmpi_fallback(k, HCMPI_WHY_SIZE);
+    if (!(c = hcmpi_comm_get(comm, &why))) return hcmpi_fallback(k, why);
+    if (root < 0 || root >= c->size) return hcmpi_fallback(k, HCMPI_WHY_ARGS);
+    if (!implemented(HCOMM_COLL_BCAST, count, t, c->size))
+        return hcmpi_fallback(k, HCMPI_WHY_UNSUPPORTED);
+    ENTER();
+    hcomm_status_t st = hcomm_broadcast(buf, (size_t)count, t, root, c->comm);
+    LEAVE();
+    return finish(k, comm, st, rc);
+}
+
+int hcmpi_try_reduce(const void *sendbuf, void *recvbuf, int count,
+                     MPI_Datatype dtype, MPI_Op op, int root, MPI_Comm comm,
+                     int *rc) {
+    const hcmpi_coll_t k = HCMPI_REDUCE;
+    hcomm_dtype_t t;
+    hcomm_op_t o;
+    hcmpi_why_t why;
+    hcmpi_comm_t *c;
+    if (!hcmpi_wants(k)) return hcmpi_fallback(k, hcmpi_why_not());
+    if (!hcmpi_map_dtype(dtype, 1, &t, &why) || !hcmpi_map_op(op, &o, &why))
+        return hcmpi_fallback(k, why);
+    if (count <= 0)
+        return hcmpi_fallback(k, count ? HCMPI_WHY_ARGS : HCMPI_WHY_EMPTY);
+    if (OUTSIDE(k, bytes_of(count, t)))
+        return hcmpi_fallback(k, HCMPI_WHY_SIZE);
+    if (!(c = hcmpi_comm_get(comm, &why))) return hcmpi_fallback(k, why);
+    if (root < 0 || root >= c->size) return hcmpi_fallback(k, HCMPI_WHY_ARGS);
+    if (!implemented(HCOMM_COLL_REDUCE, count, t, c->size))
+        return hcmpi_fallback(k, HCMPI_WHY_UNSUPPORTED);
+    if (sendbuf == MPI_IN_PLACE) sendbuf = recvbuf; /* the root's only */
+    ENTER();
+    hcomm_status_t st =
+        hcomm_reduce(sendbuf, recvbuf, (size_t)count, t, o, root, c->comm);
+    LEAVE();
+    return finish(k, comm, st, rc);
+}
+
+int hcmpi_try_reduce_scatter_block(const void *sendbuf, void *recvbuf,
+                                   int recvcount, MPI_Datatype dtype, MPI_Op op,
+                                   MPI_Comm comm, int *rc) {
+    const hcmpi_coll_t k = HCMPI_REDUCE_SCATTER_BLOCK;
+    hcomm_dtype_t t;
+    hcomm_op_t o;
+    hcmpi_why_t why;
+    hcmpi_comm_t *c;
+    if (!hcmpi_wants(k)) return hcmpi_fallback(k, hcmpi_why_not());
+    if (!hcmpi_map_dtype(dtype, 1, &t, &why) || !hcmpi_map_op(op, &o, &why))
+        return hcmpi_fallback(k, why);
+    if (recvcount <= 0)
+        return hcmpi_fallback(k, recvcount ? HCMPI_WHY_ARGS : HCMPI_WHY_EMPTY);
+    if (!(c = hcmpi_comm_get(comm, &why))) return hcmpi_fallback(k, why);
+    if (OUTSIDE(k, (size_t)c->size * bytes_of(recvcount, t)))
+        return hcmpi_fallback(k, HCMPI_WHY_SIZE);
+    if (!implemented(HCOMM_COLL_REDUCE_SCATTER, recvcount, t, c->size))
+        return hcmpi_fallback(k, HCMPI_WHY_UNSUPPORTED);
+    size_t block = (size_t)recvcount * hcomm_dtype_size(t);
+    char *mine = recvbuf;
+    /* MPI in place reads size blocks from recvbuf and leaves the result in
+     * its first block; HCOMM's in-place form leaves it in this rank's block
+     * (and writes nothing else), from where it moves to the front. */
+    if (sendbuf == MPI_IN_PLACE || sendbuf == recvbuf) {
+        sendbuf = recvbuf;
+        mine += (size_t)c->rank * block;
+    }
+    ENTER();
+    hcomm_status_t st =
+        hcomm_reduce_scatter(sendbuf, mine, (size_t)recvcount, t, o, c->comm);
+    LEAVE();
+    if (st == HCOMM_SUCCESS && mine != (char *)recvbuf)
+        memmove(recvbuf, mine, block);
+    return finish(k, comm, st, rc);
+}
+
+int hcmpi_try_alltoall(const void *sendbuf, int sendcount,
+                       MPI_Datatype sendtype, void *recvbuf, int recvcount,
+                       MPI_Datatype recvtype, MPI_Comm comm, int *rc) {
+    const hcmpi_coll_t k = HCMPI_ALLTOALL;
+    hcomm_dtype_t t;
+    hcmpi_why_t why;
+    hcmpi_comm_t *c;
+    if (!hcmpi_wants(k)) return hcmpi_fallback(k, hcmpi_why_not());
+    if (!hcmpi_map_dtype(recvtype, 0, &t, &why)) return hcmpi_fallback(k, why);
+    if (!same_sides(sendbuf, sendcount, sendtype, recvcount, recvtype))
+        return hcmpi_fallback(k, HCMPI_WHY_TYPE_MISMATCH);
+    if (recvcount <= 0)
+        return hcmpi_fallback(k, recvcount ? HCMPI_WHY_ARGS : HCMPI_WHY_EMPTY);
+    if (!(c = hcmpi_comm_get(comm, &why))) return hcmpi_fallback(k, why);
+    if (OUTSIDE(k, (size_t)c->size * bytes_of(recvcount, t)))
+        return hcmpi_fallback(k, HCMPI_WHY_SIZE);
+    if (!implemented(HCOMM_COLL_ALLTOALL, recvcount, t, c->size))
+        return hcmpi_fallback(k, HCMPI_WHY_UNSUPPORTED);
+    if (sendbuf == MPI_IN_PLACE) sendbuf = recvbuf; /* HCOMM's in place */
+    ENTER();
+    hcomm_status_t st =
+        hcomm_alltoall(sendbuf, recvbuf, (size_t)recvcount, t, c->comm);
+    LEAVE();
+    return finish(k, comm, st, rc);
+}
+
+int hcmpi_try_barrier(MPI_Comm comm, int *rc) {
+    const hcmpi_coll_t k = HCMPI_BARRIER;
+    hcmpi_why_t why;
+    hcmpi_comm_t *c;
+    if (!hcmpi_wants(k)) return hcmpi_fallback(k, hcmpi_why_not());
+    if (!(c = hcmpi_comm_get(comm, &why))) return hcmpi_fallback(k, why);
+    if (!implemented(HCOMM_COLL_BARRIER, 0, HCOMM_UINT8, c->size))
+        return hcmpi_fallback(k, HCMPI_WHY_UNSUPPORTED);
+    ENTER();
+    hcomm_status_t st = hcomm_barrier(c->comm);
+    LEAVE();
+    return finish(k, comm, st, rc);
+}
+
+/* --- the exported C entry points ----------------------------------------- */
+
+HCMPI_EXPORT int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count,
+                               MPI_Datatype datatype, MPI_Op op,
+                               MPI_Comm comm) {
+    int rc;
+    if (hcmpi_try_allreduce(sendbuf, recvbuf, count, datatype, op, comm, &rc))
+        return rc;
+    return PMPI_Allreduce(sendbuf, recvbuf, count, datatype, op, comm);
+}
+
+HCMPI_EXPORT int MPI_Iallreduce(const void *sendbuf, void *recvbuf, int count,
+                                MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
+                                MPI_Request *request) {
+    int rc;
+    if (hcmpi_try_iallreduce(sendbuf, recvbuf, count, datatype, op, comm,
+                             request, &rc))
+        return rc;
+    return PMPI_Iallreduce(sendbuf, recvbuf, count, datatype, op, comm,
+                           request);
+}
+
+HCMPI_EXPORT int MPI_Allgather(const void *sendbuf, int sendcount,
+                               MPI_Datatype sendtype, void *recvbuf,
+                               int recvcount, MPI_Datatype recvtype,
+                               MPI_Comm comm) {
+    int rc;
+    if (hcmpi_try_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount,
+                            recvtype, comm, &rc))
+        return rc;
+    return PMPI_Allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount,
+                          recvtype, comm);
+}
+
+HCMPI_EXPORT int MPI_Bcast(void *buffer, int count, MPI_Datatype datatype,
+                           int root, MPI_Comm comm) {
+    int rc;
+    if (hcmpi_try_bcast(buffer, count, datatype, root, comm, &rc)) return rc;
+    return PMPI_Bcast(buffer, count, datatype, root, comm);
+}
+
+HCMPI_EXPORT int MPI_Reduce(const void *sendbuf, void *recvbuf, int count,
+                            MPI_Datatype datatype, MPI_Op op, int root,
+                            MPI_Comm comm) {
+    int rc;
+    if (hcmpi_try_reduce(sendbuf, recvbuf, count, datatype, op, root, comm,
+                         &rc))
+        return rc;
+    return PMPI_Reduce(sendbuf, recvbuf, count, datatype, op, root, comm);
+}
+
+HCMPI_EXPORT int MPI_Reduce_scatter_block(const void *sendbuf, void *recvbuf,
+                                          int recvcount, MPI_Datatype datatype,
+                                          MPI_Op op, MPI_Comm comm) {
+    int rc;
+    if (hcmpi_try_reduce_scatter_block(sendbuf, recvbuf, recvcount, datatype,
+                                       op, comm, &rc))
+        return rc;
+    return PMPI_Reduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op,
+                                     comm);
+}
+
+HCMPI_EXPORT int MPI_Alltoall(const void *sendbuf, int sendcount,
+                              MPI_Datatype sendtype, void *recvbuf,
+                              int recvcount, MPI_Datatype recvtype,
+                              MPI_Comm comm) {
+    int rc;
+    if (hcmpi_try_alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount,
+                           recvtype, comm, &rc))
+        return rc;
+    return PMPI_Alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount,
+                         recvtype, comm);
+}
+
+HCMPI_EXPORT int MPI_Barrier(MPI_Comm comm) {
+    int rc;
+    if (hcmpi_try_barrier(comm, &rc)) return rc;
+    return PMPI_Barrier(comm);
+}

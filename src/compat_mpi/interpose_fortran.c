@@ -1,0 +1,365 @@
+/* Fortran programs under Open MPI. Its Fortran bindings (mpif.h, `use mpi`,
+ * `use mpi_f08`) call PMPI_* directly, so the C entry points never see
+ * them: we export the Fortran symbols themselves, in every name mangling
+ * (mpi_allreduce_, mpi_allreduce__, mpi_allreduce, MPI_ALLREDUCE) and the
+ * mpi_f08 ones (mpi_allreduce_f08_), turn Fortran handles and MPI_IN_PLACE
+ * into C's, and hand what HCOMM does not take to the library's own PMPI
+ * Fortran binding with the arguments untouched.
+ *
+ * MPICH's mpif.h and `use mpi` bindings, and the buffer-carrying ones of
+ * `use mpi_f08`, call the C MPI_* names (after converting MPI_IN_PLACE),
+ * which interpose_coll.c catches; only its mpi_f08 MPI_Init,
+ * MPI_Init_thread and MPI_Barrier call PMPI_* and are exported here. */
+#include "compat_mpi/interpose.h"
+
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdio.h>
+
+#if defined(OPEN_MPI) || defined(MPICH)
+
+typedef MPI_Fint F;
+
+static void set_ierr(F *ierr, int rc) {
+    if (ierr) *ierr = (F)rc; /* optional in mpi_f08 */
+}
+
+/* The library's PMPI Fortran binding, found once. */
+static void *binding(const char *name, _Atomic(void *) *slot) {
+    void *fn = atomic_load_explicit(slot, memory_order_acquire);
+    if (!fn) {
+        fn = dlsym(RTLD_DEFAULT, name);
+        atomic_store_explicit(slot, fn, memory_order_release);
+    }
+    return fn;
+}
+
+typedef void (*init_t)(F *);
+typedef void (*init_thread_t)(F *, F *, F *);
+typedef void (*barrier_t)(F *, F *);
+
+/* MPI_Init from Fortran: the binding calls PMPI_Init, so HCOMM starts
+ * here. name: the library's own binding. */
+static void init_with(const char *name, _Atomic(void *) *slot, F *ierr) {
+    init_t next = binding(name, slot);
+    if (next)
+        next(ierr);
+    else
+        set_ierr(ierr, PMPI_Init(NULL, NULL));
+    hcmpi_after_init();
+}
+
+static void init_thread_with(const char *name, _Atomic(void *) *slot,
+                             F *required, F *provided, F *ierr) {
+    init_thread_t next = binding(name, slot);
+    if (next) {
+        next(required, provided, ierr);
+    } else {
+        int p = 0;
+        set_ierr(ierr, PMPI_Init_thread(NULL, NULL, *required, &p));
+        *provided = p;
+    }
+    hcmpi_after_init();
+}
+
+static void barrier_with(const char *name, _Atomic(void *) *slot, F *comm,
+                         F *ierr) {
+    int rc;
+    MPI_Comm c = PMPI_Comm_f2c(*comm);
+    if (hcmpi_try_barrier(c, &rc)) {
+        set_ierr(ierr, rc);
+        return;
+    }
+    barrier_t next = binding(name, slot);
+    if (next)
+        next(comm, ierr);
+    else
+        set_ierr(ierr, PMPI_Barrier(c));
+}
+
+#if defined(OPEN_MPI)
+
+/* Fortran's MPI_IN_PLACE and MPI_BOTTOM are the addresses of variables
+ * (common blocks, or bind(C) variables in mpi_f08); the program, the MPI
+ * library and we all resolve them to the same global definition. */
+static const void *in_place[4], *bottom[4];
+static pthread_once_t resolve_once = PTHREAD_ONCE_INIT;
+
+static void resolve(void) {
+    static const char *ip[4] = {"mpi_fortran_in_place_", "mpi_fortran_in_place",
+                                "mpi_fortran_in_place__",
+                                "MPI_FORTRAN_IN_PLACE"};
+    static const char *bt[4] = {"mpi_fortran_bottom_", "mpi_fortran_bottom",
+                                "mpi_fortran_bottom__", "MPI_FORTRAN_BOTTOM"};
+    for (int i = 0; i < 4; i++) {
+        in_place[i] = dlsym(RTLD_DEFAULT, ip[i]);
+        bottom[i] = dlsym(RTLD_DEFAULT, bt[i]);
+    }
+}
+
+/* C's view of a Fortran buffer argument; *special for MPI_BOTTOM, which
+ * only derived datatypes use, so such calls go to MPI. */
+static const void *c_buf(const void *buf, int *special) {
+    pthread_once(&resolve_once, resolve);
+    for (int i = 0; i < 4; i++) {
+        if (buf && buf == in_place[i]) return MPI_IN_PLACE;
+        if (buf && buf == bottom[i]) *special = 1;
+    }
+    return buf;
+}
+
+#define STRIP(...) __VA_ARGS__
+#define PMPI_NAME(base, f08) ((f08) ? "pmpi_" base "_f08_" : "pmpi_" base "_")
+
+/* Exports impl as the four manglings of a Fortran 77 name. */
+#define F77_NAMES(lower, upper, impl, proto)                                   \
+    HCMPI_EXPORT void lower proto __attribute__((alias(#impl)));               \
+    HCMPI_EXPORT void lower##_ proto __attribute__((alias(#impl)));            \
+    HCMPI_EXPORT void lower##__ proto __attribute__((alias(#impl)));           \
+    HCMPI_EXPORT void upper proto __attribute__((alias(#impl)));
+
+/* f77 and f08 entry points of one call: the same arguments (mpi_f08 passes
+ * a handle type by reference, as a pointer to its integer), but a
+ * different binding to fall back to. */
+#define ENTRY_POINTS(name, lower, upper, proto, args)                          \
+    static void f77_##name proto {                                             \
+        name##_impl(STRIP args, 0);                                            \
+    }                                                                          \
+    static void f08_##name proto {                                             \
+        name##_impl(STRIP args, 1);                                            \
+    }                                                                          \
+    F77_NAMES(lower, upper, f77_##name, proto)                                 \
+    HCMPI_EXPORT void lower##_f08_ proto __attribute__((alias("f08_" #name)));
+
+/* --- the collectives -------------------------------------------------------
+ */
+
+typedef void (*reduce_like_t)(void *, void *, F *, F *, F *, F *, F *);
+
+static void allreduce_impl(void *s, void *r, F *n, F *dt, F *op, F *comm,
+                           F *ierr, int f08) {
+    static _Atomic(void *) slot[2];
+    int rc, special = 0;
+    const void *cs = c_buf(s, &special);
+    c_buf(r, &special);
+    MPI_Datatype t = PMPI_Type_f2c(*dt);
+    MPI_Op o = PMPI_Op_f2c(*op);
+    MPI_Comm c = PMPI_Comm_f2c(*comm);
+    if (special)
+        hcmpi_fallback(HCMPI_ALLREDUCE, HCMPI_WHY_ARGS);
+    else if (hcmpi_try_allreduce(cs, r, *n, t, o, c, &rc)) {
+        set_ierr(ierr, rc);
+        return;
+    }
+    reduce_like_t next = binding(PMPI_NAME("allreduce", f08), &slot[f08]);
+    if (next)
+        next(s, r, n, dt, op, comm, ierr);
+    else
+        set_ierr(ierr, PMPI_Allreduce(cs, r, *n, t, o, c));
+}
+ENTRY_POINTS(allreduce, mpi_allreduce, MPI_ALLREDUCE,
+             (void *s, void *r, F *n, F *dt, F *op, F *comm, F *ierr),
+             (s, r, n, dt, op, comm, ierr))
+
+typedef void (*iallreduce_t)(void *, void *, F *, F *, F *, F *, F *, F *);
+
+static void iallreduce_impl(void *s, void *r, F *n, F *dt, F *op, F *comm,
+                            F *req, F *ierr, int f08) {
+    static _Atomic(void *) slot[2];
+    int rc, special = 0;
+    MPI_Request creq = MPI_REQUEST_NULL;
+    const void *cs = c_buf(s, &special);
+    c_buf(r, &special);
+    MPI_Datatype t = PMPI_Type_f2c(*dt);
+    MPI_Op o = PMPI_Op_f2c(*op);
+    MPI_Comm c = PMPI_Comm_f2c(*comm);
+    if (special) {
+        hcmpi_fallback(HCMPI_IALLREDUCE, HCMPI_WHY_ARGS);
+    } else if (hcmpi_try_iallreduce(cs, r, *n, t, o, c, &creq, &rc)) {
+        *req = PMPI_Request_c2f(creq);
+        {
+            set_ierr(ierr, rc);
+            return;
+        }
+    }
+    iallreduce_t next = binding(PMPI_NAME("iallreduce", f08), &slot[f08]);
+    if (next) {
+        next(s, r, n, dt, op, comm, req, ierr);
+        return;
+    }
+    set_ierr(ierr, PMPI_Iallreduce(cs, r, *n, t, o, c, &creq));
+    *req = PMPI_Request_c2f(creq);
+}
+ENTRY_POINTS(iallreduce, mpi_iallreduce, MPI_IALLREDUCE,
+             (void *s, void *r, F *n, F *dt, F *op, F *comm, F *req, F *ierr),
+             (s, r, n, dt, op, comm, req, ierr))
+
+/* allgather and alltoall share a signature. */
+typedef void (*gather_like_t)(void *, F *, F *, void *, F *, F *, F *, F *);
+typedef int (*try_gather_like_t)(const void *, int, MPI_Datatype, void *, int,
+                                 MPI_Datatype, MPI_Comm, int *);
+typedef int (*c_gather_like_t)(const void *, int, MPI_Datatype, void *, int,
+                               MPI_Datatype, MPI_Comm);
+
+static void gather_like(hcmpi_coll_t coll, try_gather_like_t try_fn,
+                        c_gather_like_t c_fn, gather_like_t next, void *s,
+                        F *sn, F *st, void *r, F *rn, F *rt, F *comm, F *ierr) {
+    int rc, special = 0;
+    const void *cs = c_buf(s, &special);
+    c_buf(r, &special);
+    MPI_Datatype cst = PMPI_Type_f2c(*st), crt = PMPI_Type_f2c(*rt);
+    MPI_Comm c = PMPI_Comm_f2c(*comm);
+    if (special)
+        hcmpi_fallback(coll, HCMPI_WHY_ARGS);
+    else if (try_fn(cs, *sn, cst, r, *rn, crt, c, &rc)) {
+        set_ierr(ierr, rc);
+        return;
+    }
+    if (next)
+        next(s, sn, st, r, rn, rt, comm, ierr);
+    else
+        set_ierr(ierr, c_fn(cs, *sn, cst, r, *rn, crt, c));
+}
+
+static void allgather_impl(void *s, F *sn, F *st, void *r, F *rn, F *rt,
+                           F *comm, F *ierr, int f08) {
+    static _Atomic(void *) slot[2];
+    gather_like(HCMPI_ALLGATHER, hcmpi_try_allgather, PMPI_Allgather,
+                binding(PMPI_NAME("allgather", f08), &slot[f08]), s, sn, st, r,
+                rn, rt, comm, ierr);
+}
+ENTRY_POINTS(allgather, mpi_allgather, MPI_ALLGATHER,
+             (void *s, F *sn, F *st, void *r, F *rn, F *rt, F *comm, F *ierr),
+             (s, sn, st, r, rn, rt, comm, ierr))
+
+static void alltoall_impl(void *s, F *sn, F *st, void *r, F *rn, F *rt, F *comm,
+                          F *ierr, int f08) {
+    static _Atomic(void *) slot[2];
+    gather_like(HCMPI_ALLTOALL, hcmpi_try_alltoall, PMPI_Alltoall,
+                binding(PMPI_NAME("alltoall", f08), &slot[f08]), s, sn, st, r,
+                rn, rt, comm, ierr);
+}
+ENTRY_POINTS(alltoall, mpi_alltoall, MPI_ALLTOALL,
+             (void *s, F *sn, F *st, void *r, F *rn, F *rt, F *comm, F *ierr),
+             (s, sn, st, r, rn, rt, comm, ierr))
+
+typedef void (*bcast_t)(void *, F *, F *, F *, F *, F *);
+
+static void bcast_impl(void *buf, F *n, F *dt, F *root, F *comm, F *ierr,
+                       int f08) {
+    static _Atomic(void *) slot[2];
+    int rc, special = 0;
+    c_buf(buf, &special);
+    MPI_Datatype t = PMPI_Type_f2c(*dt);
+    MPI_Comm c = PMPI_Comm_f2c(*comm);
+    if (special)
+        hcmpi_fallback(HCMPI_BCAST, HCMPI_WHY_ARGS);
+    else if (hcmpi_try_bcast(buf, *n, t, *root, c, &rc)) {
+        set_ierr(ierr, rc);
+        return;
+    }
+    bcast_t next = binding(PMPI_NAME("bcast", f08), &slot[f08]);
+    if (next)
+        next(buf, n, dt, root, comm, ierr);
+    else
+        set_ierr(ierr, PMPI_Bcast(buf, *n, t, *root, c));
+}
+ENTRY_POINTS(bcast, mpi_bcast, MPI_BCAST,
+             (void *buf, F *n, F *dt, F *root, F *comm, F *ierr),
+             (buf, n, dt, root, comm, ierr))
+
+typedef void (*reduce_t)(void *, void *, F *, F *, F *, F *, F *, F *);
+
+static void reduce_impl(void *s, void *r, F *n, F *dt, F *op, F *root, F *comm,
+                        F *ierr, int f08) {
+    static _Atomic(void *) slot[2];
+    int rc, special = 0;
+    const void *cs = c_buf(s, &special);
+    c_buf(r, &special);
+    MPI_Datatype t = PMPI_Type_f2c(*dt);
+    MPI_Op o = PMPI_Op_f2c(*op);
+    MPI_Comm c = PMPI_Comm_f2c(*comm);
+    if (special)
+        hcmpi_fallback(HCMPI_REDUCE, HCMPI_WHY_ARGS);
+    else if (hcmpi_try_reduce(cs, r, *n, t, o, *root, c, &rc)) {
+        set_ierr(ierr, rc);
+        return;
+    }
+    reduce_t next = binding(PMPI_NAME("reduce", f08), &slot[f08]);
+    if (next)
+        next(s, r, n, dt, op, root, comm, ierr);
+    else
+        set_ierr(ierr, PMPI_Reduce(cs, r, *n, t, o, *root, c));
+}
+ENTRY_POINTS(reduce, mpi_reduce, MPI_REDUCE,
+             (void *s, void *r, F *n, F *dt, F *op, F *root, F *comm, F *ierr),
+             (s, r, n, dt, op, root, comm, ierr))
+
+static void rsb_impl(void *s, void *r, F *n, F *dt, F *op, F *comm, F *ierr,
+                     int f08) {
+    static _Atomic(void *) slot[2];
+    int rc, special = 0;
+    const void *cs = c_buf(s, &special);
+    c_buf(r, &special);
+    MPI_Datatype t = PMPI_Type_f2c(*dt);
+    MPI_Op o = PMPI_Op_f2c(*op);
+    MPI_Comm c = PMPI_Comm_f2c(*comm);
+    if (special)
+        hcmpi_fallback(HCMPI_REDUCE_SCATTER_BLOCK, HCMPI_WHY_ARGS);
+    else if (hcmpi_try_reduce_scatter_block(cs, r, *n, t, o, c, &rc)) {
+        set_ierr(ierr, rc);
+        return;
+    }
+    reduce_like_t next =
+        binding(PMPI_NAME("reduce_scatter_block", f08), &slot[f08]);
+    if (next)
+        next(s, r, n, dt, op, comm, ierr);
+    else
+        set_ierr(ierr, PMPI_Reduce_scatter_block(cs, r, *n, t, o, c));
+}
+ENTRY_POINTS(rsb, mpi_reduce_scatter_block, MPI_REDUCE_SCATTER_BLOCK,
+             (void *s, void *r, F *n, F *dt, F *op, F *comm, F *ierr),
+             (s, r, n, dt, op, comm, ierr))
+
+static void barrier_impl(F *comm, F *ierr, int f08) {
+    static _Atomic(void *) slot[2];
+    barrier_with(PMPI_NAME("barrier", f08), &slot[f08], comm, ierr);
+}
+ENTRY_POINTS(barrier, mpi_barrier, MPI_BARRIER, (F * comm, F *ierr),
+             (comm, ierr))
+
+static void init_impl(F *ierr, int f08) {
+    static _Atomic(void *) slot[2];
+    init_with(PMPI_NAME("init", f08), &slot[f08], ierr);
+}
+ENTRY_POINTS(init, mpi_init, MPI_INIT, (F * ierr), (ierr))
+
+static void init_thread_impl(F *required, F *provided, F *ierr, int f08) {
+    static _Atomic(void *) slot[2];
+    init_thread_with(PMPI_NAME("init_thread", f08), &slot[f08], required,
+                     provided, ierr);
+}
+ENTRY_POINTS(init_thread, mpi_init_thread, MPI_INIT_THREAD,
+             (F * required, F *provided, F *ierr), (required, provided, ierr))
+
+#elif defined(MPICH)
+
+/* MPICH's own mpi_f08 bindings are pmpir_*_f08_. */
+HCMPI_EXPORT void mpi_init_f08_(F *ierr) {
+    static _Atomic(void *) slot;
+    init_with("pmpir_init_f08_", &slot, ierr);
+}
+
+HCMPI_EXPORT void mpi_init_thread_f08_(F *required, F *provided, F *ierr) {
+    static _Atomic(void *) slot;
+    init_thread_with("pmpir_init_thread_f08_", &slot, required, provided, ierr);
+}
+
+HCMPI_EXPORT void mpi_barrier_f08_(F *comm, F *ierr) {
+    static _Atomic(void *) slot;
+    barrier_with("pmpir_barrier_f08_", &slot, comm, ierr);
+}
+
+#endif
+
+#endif /* OPEN_MPI || MPICH */

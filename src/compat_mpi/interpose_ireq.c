@@ -1,0 +1,201 @@
+/* Non-blocking calls taken by HCOMM, as MPI generalized requests that the
+ * program waits for with MPI_Wait, MPI_Test and the rest, which we do not
+ * intercept. A generalized request completes only when we say so, so MPI's
+ * progress engine must run ours:
+ *  - Open MPI: a callback registered with opal_progress (looked up at run
+ *    time: it is not MPI API), which every wait and test drives;
+ *  - MPICH: MPIX_Grequest_start's poll function.
+ * Where neither exists the calls go to MPI. */
+#include "compat_mpi/interpose.h"
+#include "core/context.h"
+
+#include <dlfcn.h>
+#include <sched.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+typedef struct ireq {
+    hcomm_request_t hreq;
+    MPI_Request mpi;
+    hcomm_status_t status;
+    atomic_int done; /* MPI_Grequest_complete was called */
+    int refs;        /* the pending list's and MPI's (until free_fn) */
+    struct ireq *next;
+} ireq_t;
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static ireq_t *pending;
+static atomic_int npending;
+static int available;
+
+static void unref(ireq_t *r) {
+    pthread_mutex_lock(&lock);
+    int last = --r->refs == 0;
+    pthread_mutex_unlock(&lock);
+    if (last) free(r);
+}
+
+/* MPI asks for the status once the request is complete. A collective's
+ * status carries no source, tag or count. */
+static int query_fn(void *state, MPI_Status *status) {
+    ireq_t *r = state;
+    PMPI_Status_set_elements(status, MPI_BYTE, 0);
+    PMPI_Status_set_cancelled(status, 0);
+    status->MPI_SOURCE = MPI_ANY_SOURCE;
+    status->MPI_TAG = MPI_ANY_TAG;
+    return r->status == HCOMM_SUCCESS ? MPI_SUCCESS : MPI_ERR_INTERN;
+}
+
+static int free_fn(void *state) {
+    unref(state);
+    return MPI_SUCCESS;
+}
+
+static int cancel_fn(void *state, int complete) {
+    (void)state;
+    (void)complete;
+    return MPI_SUCCESS; /* a collective cannot be cancelled */
+}
+
+/* Completes r in MPI once HCOMM has finished it. */
+static void complete(ireq_t *r) {
+    if (r->status != HCOMM_SUCCESS)
+        fprintf(stderr,
+                "[hcomm_mpi rank %d] MPI_Iallreduce failed in "
+                "HCOMM: %s: %s\n",
+                hcmpi.world_rank, hcomm_strerror(r->status),
+                hcomm_last_error());
+    PMPI_Grequest_complete(r->mpi);
+    atomic_store(&r->done, 1);
+    unref(r);
+}
+
+/* Tests every pending request once. Skipped while this thread is inside
+ * HCOMM (MPI progress called from HCOMM's MPI transport) or another thread
+ * is already here. */
+static int progress_all(void) {
+    if (!atomic_load_explicit(&npending, memory_order_relaxed) || hcmpi_depth)
+        return 0;
+    if (pthread_mutex_trylock(&lock) != 0) return 0;
+    ireq_t *done = NULL, **p = &pending;
+    hcmpi_depth++;
+    while (*p) {
+        ireq_t *r = *p;
+        hcomm_status_t st = hcomm_test(&r->hreq);
+        if (st == HCOMM_ERR_IN_PROGRESS) {
+            p = &r->next;
+            continue;
+        }
+        r->status = st;
+        *p = r->next;
+        r->next = done;
+        done = r;
+        atomic_fetch_sub(&npending, 1);
+    }
+    hcmpi_depth--;
+    pthread_mutex_unlock(&lock);
+    int n = 0;
+    for (ireq_t *r = done, *next; r; r = next, n++) {
+        next = r->next;
+        complete(r);
+    }
+    if (n) hcmpi_comm_retry_frees();
+    return n;
+}
+
+#if defined(OPEN_MPI)
+typedef int (*opal_cb_t)(void);
+static int (*opal_register)(opal_cb_t);
+static int (*opal_unregister)(opal_cb_t);
+static int registered;
+
+static int opal_progress_cb(void) {
+    return progress_all();
+}
+#elif defined(MPICH)
+static int poll_fn(void *state, MPI_Status *status) {
+    (void)state;
+    (void)status;
+    progress_all();
+    return MPI_SUCCESS;
+}
+
+/* MPICH requires one: progress until every request given is complete,
+ * yielding the CPU like HCOMM's own waits when the node is oversubscribed. */
+static int wait_fn(int count, void **states, double timeout,
+                   MPI_Status *status) {
+    (void)timeout;
+    (void)status;
+    long polls = 0;
+    for (int i = 0; i < count; i++) {
+        ireq_t *r = states[i];
+        while (!atomic_load(&r->done)) {
+            progress_all();
+            if (++polls >= hcomm_ctx.spin_count) sched_yield();
+        }
+    }
+    return MPI_SUCCESS;
+}
+#endif
+
+void hcmpi_ireq_init(void) {
+#if defined(OPEN_MPI)
+    opal_register =
+        (int (*)(opal_cb_t))dlsym(RTLD_DEFAULT, "opal_progress_register");
+    opal_unregister =
+        (int (*)(opal_cb_t))dlsym(RTLD_DEFAULT, "opal_progress_unregister");
+    available = opal_register && opal_unregister &&
+                opal_register(opal_progress_cb) == 0;
+    registered = available;
+#elif defined(MPICH)
+    available = 1;
+#else
+    available = 0;
+#endif
+}
+
+void hcmpi_ireq_finalize(void) {
+#if defined(OPEN_MPI)
+    if (registered) opal_unregister(opal_progress_cb);
+    registered = 0;
+#endif
+    available = 0;
+}
+
+int hcmpi_ireq_available(void) {
+    return available;
+}
+
+int hcmpi_ireq_wrap(hcomm_request_t hreq, MPI_Comm comm, MPI_Request *out) {
+    ireq_t *r = calloc(1, sizeof(*r));
+    int rc = MPI_ERR_NO_MEM;
+    if (r) {
+        r->hreq = hreq;
+        r->refs = 2;
+        hcmpi_depth++;
+#if defined(MPICH)
+        rc = PMPIX_Grequest_start(query_fn, free_fn, cancel_fn, poll_fn,
+                                  wait_fn, r, out);
+#else
+        rc = PMPI_Grequest_start(query_fn, free_fn, cancel_fn, r, out);
+#endif
+        hcmpi_depth--;
+    }
+    if (rc != MPI_SUCCESS) {
+        /* No MPI request to hand back: finish here, report, and fail. */
+        hcmpi_depth++;
+        hcomm_wait(&hreq);
+        hcmpi_depth--;
+        free(r);
+        return hcmpi_report_failure(HCMPI_IALLREDUCE, comm,
+                                    HCOMM_ERR_NO_MEMORY);
+    }
+    r->mpi = *out;
+    pthread_mutex_lock(&lock);
+    r->next = pending;
+    pending = r;
+    atomic_fetch_add(&npending, 1);
+    pthread_mutex_unlock(&lock);
+    return MPI_SUCCESS;
+}

@@ -1,0 +1,247 @@
+/* HCOMM_OVERRIDE_TOPO: the JSON file that states the nodes and the
+ * MPI_COMM_WORLD ranks on each (format in topo.h). Pure: no MPI, so that
+ * unit tests feed it files. */
+#include "core/log.h"
+#include "topo/topo.h"
+
+#include <jansson.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Where a problem is, as a JSON path, for the error message. */
+typedef struct {
+    const char *file;
+    char where[96];
+} ctx_t;
+
+static hcomm_status_t bad(const ctx_t *cx, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static hcomm_status_t bad(const ctx_t *cx, const char *fmt, ...) {
+    char what[256];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof(what), fmt, ap);
+    va_end(ap);
+    return hcomm_error(HCOMM_ERR_INVALID_ARG,
+                       "HCOMM_OVERRIDE_TOPO file %s: %s%s%s", cx->file,
+                       cx->where, cx->where[0] ? ": " : "", what);
+}
+
+static const char *type_name(const json_t *v) {
+    switch (json_typeof(v)) {
+    case JSON_OBJECT:
+        return "an object";
+    case JSON_ARRAY:
+        return "an array";
+    case JSON_STRING:
+        return "a string";
+    case JSON_INTEGER:
+        return "an integer";
+    case JSON_REAL:
+        return "a real number";
+    case JSON_TRUE:
+    case JSON_FALSE:
+        return "a boolean";
+    case JSON_NULL:
+        return "null";
+    }
+    return "a JSON value";
+}
+
+/* Unknown keys are errors: a misspelt "rank" would otherwise leave a node
+ * without its ranks, or a misspelt "gpu" drop devices, without a word. */
+static hcomm_status_t only_keys(ctx_t *cx, json_t *obj,
+                                const char *const *known) {
+    const char *key;
+    json_t *v;
+    json_object_foreach(obj, key, v) {
+        int ok = 0;
+        for (const char *const *k = known; *k && !ok; k++)
+            ok = strcmp(key, *k) == 0;
+        if (!ok) return bad(cx, "unknown key \"%s\"", key);
+    }
+    return HCOMM_SUCCESS;
+}
+
+static int looks_like_pci(const char *s) {
+    unsigned d, b, v, f;
+    int end = 0;
+    return sscanf(s, "%4x:%2x:%2x.%1x%n", &d, &b, &v, &f, &end) == 4 &&
+           s[end] == '\0';
+}
+
+/* "gpus" or "nics": an array of non-empty strings. */
+static hcomm_status_t read_devs(ctx_t *cx, json_t *node, const char *key,
+                                int *count, hcomm_topo_dev_t **out) {
+    json_t *arr = json_object_get(node, key);
+    size_t base = strlen(cx->where), i;
+    json_t *v;
+    *count = -1;
+    if (!arr) return HCOMM_SUCCESS;
+    snprintf(cx->where + base, sizeof(cx->where) - base, ".%s", key);
+    if (!json_is_array(arr))
+        return bad(cx, "expected an array of strings, got %s", type_name(arr));
+    if (json_array_size(arr) > HCOMM_TOPO_MAX_DEVS)
+        return bad(cx, "more than %d devices", HCOMM_TOPO_MAX_DEVS);
+    *out = calloc(json_array_size(arr) + 1, sizeof(**out));
+    if (!*out)
+        return hcomm_error(HCOMM_ERR_NO_MEMORY, "no memory for %s", cx->file);
+    json_array_foreach(arr, i, v) {
+        snprintf(cx->where + base, sizeof(cx->where) - base, ".%s[%zu]", key,
+                 i);
+        const char *s = json_string_value(v);
+        if (!s) return bad(cx, "expected a string, got %s", type_name(v));
+        if (!s[0] || strlen(s) >= HCOMM_TOPO_NAME_LEN)
+            return bad(cx, "a device name needs 1 to %d characters",
+                       HCOMM_TOPO_NAME_LEN - 1);
+        hcomm_topo_dev_t *d = &(*out)[i];
+        strcpy(d->name, s);
+        if (looks_like_pci(s)) strcpy(d->pci, s);
+    }
+    *count = (int)json_array_size(arr);
+    cx->where[base] = '\0';
+    return HCOMM_SUCCESS;
+}
+
+static hcomm_status_t read_ranks(ctx_t *cx, json_t *node, int index,
+                                 hcomm_topo_override_t *ov) {
+    json_t *ranks = json_object_get(node, "ranks"), *v;
+    size_t base = strlen(cx->where), i;
+    if (!ranks) return bad(cx, "the node has no \"ranks\"");
+    snprintf(cx->where + base, sizeof(cx->where) - base, ".ranks");
+    if (!json_is_array(ranks))
+        return bad(cx, "expected an array of ranks, got %s", type_name(ranks));
+    if (json_array_size(ranks) == 0)
+        return bad(cx, "empty: a node needs at least one rank");
+    json_array_foreach(ranks, i, v) {
+        snprintf(cx->where + base, sizeof(cx->where) - base, ".ranks[%zu]", i);
+        if (!json_is_integer(v))
+            return bad(cx, "expected an integer rank, got %s", type_name(v));
+        json_int_t r = json_integer_value(v);
+        if (r < 0 || r >= ov->world_size)
+            return bad(cx, "rank %lld is not in MPI_COMM_WORLD (ranks 0 to %d)",
+                       (long long)r, ov->world_size - 1);
+        if (ov->node_of[r] >= 0)
+            return bad(cx, "rank %lld is listed twice (also on node \"%s\")",
+                       (long long)r, ov->nodes[ov->node_of[r]].name);
+        ov->node_of[r] = index;
+    }
+    cx->where[base] = '\0';
+    return HCOMM_SUCCESS;
+}
+
+static hcomm_status_t read_node(ctx_t *cx, json_t *node, int index,
+                                hcomm_topo_override_t *ov) {
+    static const char *const known[] = {"name", "ranks", "gpus", "nics", NULL};
+    hcomm_topo_onode_t *n = &ov->nodes[index];
+    hcomm_status_t st;
+    n->ngpus = n->nnics = -1;
+    snprintf(cx->where, sizeof(cx->where), "nodes[%d]", index);
+    if (!json_is_object(node))
+        return bad(cx, "expected an object, got %s", type_name(node));
+    if ((st = only_keys(cx, node, known)) != HCOMM_SUCCESS) return st;
+    json_t *name = json_object_get(node, "name");
+    if (name) {
+        const char *s = json_string_value(name);
+        if (!s)
+            return bad(cx, "\"name\" must be a string, got %s",
+                       type_name(name));
+        if (!s[0] || strlen(s) >= HCOMM_TOPO_NAME_LEN)
+            return bad(cx, "a node name needs 1 to %d characters",
+                       HCOMM_TOPO_NAME_LEN - 1);
+        for (int j = 0; j < index; j++)
+            if (strcmp(ov->nodes[j].name, s) == 0)
+                return bad(cx, "node name \"%s\" is used twice", s);
+        strcpy(n->name, s);
+    } else {
+        snprintf(n->name, sizeof(n->name), "node%d", index);
+    }
+    if ((st = read_ranks(cx, node, index, ov)) != HCOMM_SUCCESS) return st;
+    if ((st = read_devs(cx, node, "gpus", &n->ngpus, &n->gpus)) !=
+        HCOMM_SUCCESS)
+        return st;
+    return read_devs(cx, node, "nics", &n->nnics, &n->nics);
+}
+
+/* Every rank on exactly one node: report the first few missing. */
+static hcomm_status_t check_all_placed(ctx_t *cx, hcomm_topo_override_t *ov) {
+    char list[128] = "";
+    int missing = 0;
+    for (int r = 0; r < ov->world_size; r++) {
+        if (ov->node_of[r] >= 0) continue;
+        if (++missing <= 8) {
+            size_t len = strlen(list);
+            snprintf(list + len, sizeof(list) - len, "%s%d",
+                     missing > 1 ? ", " : "", r);
+        }
+    }
+    if (!missing) return HCOMM_SUCCESS;
+    cx->where[0] = '\0';
+    return bad(cx, "%d of the %d MPI_COMM_WORLD ranks are on no node: %s%s",
+               missing, ov->world_size, list, missing > 8 ? ", ..." : "");
+}
+
+static hcomm_status_t read_root(ctx_t *cx, json_t *root,
+                                hcomm_topo_override_t *ov) {
+    static const char *const known[] = {"nodes", NULL};
+    hcomm_status_t st;
+    if (!json_is_object(root))
+        return bad(cx, "the file must hold an object, not %s", type_name(root));
+    if ((st = only_keys(cx, root, known)) != HCOMM_SUCCESS) return st;
+    json_t *nodes = json_object_get(root, "nodes");
+    if (!nodes) return bad(cx, "no \"nodes\" array");
+    snprintf(cx->where, sizeof(cx->where), "nodes");
+    if (!json_is_array(nodes))
+        return bad(cx, "expected an array of nodes, got %s", type_name(nodes));
+    if (json_array_size(nodes) == 0)
+        return bad(cx, "empty: list at least one node");
+    ov->node_of = malloc((size_t)ov->world_size * sizeof(int));
+    ov->nodes = calloc(json_array_size(nodes), sizeof(*ov->nodes));
+    if (!ov->node_of || !ov->nodes)
+        return hcomm_error(HCOMM_ERR_NO_MEMORY, "no memory for %s", cx->file);
+    for (int r = 0; r < ov->world_size; r++)
+        ov->node_of[r] = -1;
+    size_t i;
+    json_t *node;
+    json_array_foreach(nodes, i, node) {
+        ov->nnodes = (int)i + 1; /* so that free sees this node's arrays */
+        if ((st = read_node(cx, node, (int)i, ov)) != HCOMM_SUCCESS) return st;
+    }
+    return check_all_placed(cx, ov);
+}
+
+hcomm_status_t hcomm_topo_override_load(const char *path, int world_size,
+                                        hcomm_topo_override_t *out) {
+    ctx_t cx = {.file = path, .where = ""};
+    json_error_t err;
+    memset(out, 0, sizeof(*out));
+    out->world_size = world_size;
+    /* Duplicate keys would make the file mean what the last one says. */
+    json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &err);
+    if (!root) {
+        if (err.line > 0)
+            return hcomm_error(HCOMM_ERR_INVALID_ARG,
+                               "HCOMM_OVERRIDE_TOPO file %s: line %d, column "
+                               "%d: %s",
+                               path, err.line, err.column, err.text);
+        return hcomm_error(HCOMM_ERR_INVALID_ARG,
+                           "HCOMM_OVERRIDE_TOPO file %s: %s", path, err.text);
+    }
+    hcomm_status_t st = read_root(&cx, root, out);
+    json_decref(root);
+    if (st != HCOMM_SUCCESS) hcomm_topo_override_free(out);
+    return st;
+}
+
+void hcomm_topo_override_free(hcomm_topo_override_t *ov) {
+    for (int n = 0; ov->nodes && n < ov->nnodes; n++) {
+        free(ov->nodes[n].gpus);
+        free(ov->nodes[n].nics);
+    }
+    free(ov->nodes);
+    free(ov->node_of);
+    memset(ov, 0, sizeof(*ov));
+}

@@ -1,0 +1,141 @@
+#!/bin/sh
+# Runs one plain MPI program at several rank counts three ways: without
+# libhcomm_mpi.so, with it (HCOMM_MPI_STATS=1), and with it as a pure
+# pass-through (HCOMM_MPI_INTERCEPT=none). Their stdout must be byte for
+# byte the same, their stderr too once the statistics lines and the
+# program's own run-dependent lines (starting with "# ") are set aside, and
+# the statistics must show that HCOMM took the calls it should.
+# Usage (from make check): run_preload.sh SPEC. SPEC is a .preload file
+# that sets program=, and optionally ranks=, args=, fortran= (the program
+# is Fortran: skip when configure found no compiler), stats=0 (no
+# statistics checks), compare=no (output differs run to run),
+# expect_taken= (MPI_* that every rank must show taken),
+# expect_calls= (MPI_* each rank must show, taken unless HCOMM does not
+# implement them yet), mpi_transport_ranks= (also run with
+# HCOMM_TRANSPORT=mpi at these rank counts), window= and window_ranks=
+# (also run with HCOMM_MPI_INTERCEPT=$window at these rank counts: the
+# output must not change, and some calls must fall back for their size). HCOMM_TEST_RANKS, when set,
+# replaces every spec's rank counts (CI uses it where MPI is slow when
+# oversubscribed).
+set -u
+spec=$1
+program= ranks="1 2 3 4 5" args= fortran= stats=1 compare=yes
+expect_taken= expect_calls= mpi_transport_ranks= window= window_ranks=
+. "$spec"
+ranks=${HCOMM_TEST_RANKS:-$ranks}
+: "${MPIRUN:=mpirun}"
+: "${top_builddir:=.}"
+exe=$top_builddir/$program
+lib=$(cd "$top_builddir" && pwd)/.libs/libhcomm_mpi.so
+
+if [ ! -x "$exe" ]; then
+    if [ -n "$fortran" ]; then
+        echo "SKIP: $program: configure found no MPI Fortran compiler that" \
+            "builds $fortran programs (MPIFORT=${MPIFORT:-none})"
+        exit 77
+    fi
+    echo "FAILED: $exe is missing"
+    exit 1
+fi
+[ -f "$lib" ] || { echo "FAILED: $lib is missing"; exit 1; }
+
+if $MPIRUN --version 2>&1 | grep -q "Open MPI"; then
+    launch="--oversubscribe --bind-to none"
+    export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+    export OMPI_MCA_mpi_yield_when_idle=1
+    setenv() { printf -- '-x %s=%s ' "$1" "$2"; }
+else # MPICH's Hydra
+    launch=
+    setenv() { printf -- '-genv %s %s ' "$1" "$2"; }
+fi
+export HCOMM_TIMEOUT=${HCOMM_TIMEOUT:-60}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+passed=0 failed=0
+fail() {
+    echo "FAILED: $program, $n ranks: $*"
+    failed=$((failed + 1))
+}
+
+# run LABEL [mpirun environment flags]: LABEL.out, LABEL.err, LABEL.stats
+run() {
+    label=$1
+    shift
+    # shellcheck disable=SC2086,SC2048
+    timeout 600 $MPIRUN $launch $* -np "$n" "$exe" $args \
+        >"$tmp/$label.out" 2>"$tmp/$label.err"
+    rc=$?
+    grep '^\[hcomm_mpi rank ' "$tmp/$label.err" >"$tmp/$label.stats"
+    grep -v -e '^\[hcomm_mpi rank ' -e '^# ' "$tmp/$label.err" \
+        >"$tmp/$label.rest"
+    if [ "$rc" -ne 0 ]; then
+        fail "$label run exited with $rc"
+        sed 's/^/  | /' "$tmp/$label.err" | head -40
+        return 1
+    fi
+    return 0
+}
+
+same_as_plain() { # label
+    [ "$compare" = yes ] || return 0
+    if ! cmp -s "$tmp/plain.out" "$tmp/$1.out"; then
+        fail "stdout differs without and with the preload ($1)"
+        diff "$tmp/plain.out" "$tmp/$1.out" | head -20
+    fi
+    if ! cmp -s "$tmp/plain.rest" "$tmp/$1.rest"; then
+        fail "stderr differs without and with the preload ($1)"
+        diff "$tmp/plain.rest" "$tmp/$1.rest" | head -20
+    fi
+}
+
+# Lines "[hcomm_mpi rank R] MPI_X: T taken, F fallback (...)".
+check_stats() {
+    s=$tmp/preload.stats
+    for c in $expect_taken; do
+        k=$(grep -c "\] $c: [1-9][0-9]* taken" "$s")
+        [ "$k" -eq "$n" ] || fail "$c taken on $k of $n ranks"
+    done
+    for c in $expect_calls; do
+        k=$(grep "\] $c: " "$s" | grep -c -e ": [1-9][0-9]* taken" \
+            -e "not implemented in HCOMM")
+        [ "$k" -eq "$n" ] || fail "$c neither taken nor unimplemented on" \
+            "$k of $n ranks"
+    done
+    if grep -e ' failed' -e 'refused by HCOMM' -e 'communicator setup' \
+        -e 'no progress hook' -e 're-entry' -e 'did not start' "$s"; then
+        fail "calls fell back for no good reason (above)"
+    fi
+    if grep ': [1-9][0-9]* taken' "$tmp/none.stats"; then
+        fail "HCOMM_MPI_INTERCEPT=none still took calls (above)"
+    fi
+}
+
+lib_env="$(setenv LD_PRELOAD "$lib") $(setenv HCOMM_MPI_STATS "$stats")"
+for n in $ranks; do
+    echo "== $program${args:+ $args}: $n ranks"
+    run plain || continue
+    run preload "$lib_env $(setenv HCOMM_TEST_EXPECT_HCOMM 1)" || continue
+    run none "$lib_env $(setenv HCOMM_MPI_INTERCEPT none)" || continue
+    before=$failed
+    same_as_plain preload
+    same_as_plain none
+    [ "$stats" = 1 ] && check_stats
+    for m in $mpi_transport_ranks; do
+        [ "$m" = "$n" ] || continue
+        run mpitp "$lib_env $(setenv HCOMM_TRANSPORT mpi)" && same_as_plain mpitp
+    done
+    for m in $window_ranks; do
+        [ "$m" = "$n" ] || continue
+        run window "$lib_env $(setenv HCOMM_MPI_INTERCEPT "$window")" &&
+            same_as_plain window
+        grep -q ' size' "$tmp/window.stats" ||
+            fail "HCOMM_MPI_INTERCEPT=$window: no call fell back for its size"
+        grep -q ': [1-9][0-9]* taken' "$tmp/window.stats" ||
+            fail "HCOMM_MPI_INTERCEPT=$window: no call taken"
+    done
+    grep -h -e '^\[hcomm_mpi rank 0\]' -e '^# rank 0:' "$tmp/preload.err"
+    [ "$failed" -eq "$before" ] && passed=$((passed + 1))
+done
+echo "$passed passed, $failed failed"
+test "$failed" -eq 0

@@ -1,0 +1,332 @@
+/* Topology without MPI: the node map built from rank labels, the
+ * HCOMM_OVERRIDE_TOPO parser on good and malformed files (written to a
+ * temporary directory), and hwloc's view of this process. */
+#include "topo/topo.h"
+
+#include <limits.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+/* --- the node map -------------------------------------------------------- */
+
+static void check_map(const hcomm_topo_map_t *m, int size, int nnodes,
+                      const int *node_of, const int *local_rank,
+                      const int *node_size, const int *ranks_by_node) {
+    assert_int_equal(m->size, size);
+    assert_int_equal(m->nnodes, nnodes);
+    for (int r = 0; r < size; r++) {
+        assert_int_equal(m->node_of[r], node_of[r]);
+        assert_int_equal(m->local_rank[r], local_rank[r]);
+        assert_int_equal(m->ranks_by_node[r], ranks_by_node[r]);
+    }
+    assert_int_equal(m->node_start[0], 0);
+    for (int n = 0; n < nnodes; n++) {
+        assert_int_equal(m->node_size[n], node_size[n]);
+        assert_int_equal(m->node_start[n + 1], m->node_start[n] + node_size[n]);
+    }
+}
+
+static void test_map_uneven(void **state) {
+    (void)state;
+    /* Labels in any order: nodes are numbered by their lowest rank. */
+    const int label[] = {7, 7, 3, 7, 3, 9};
+    const int node_of[] = {0, 0, 1, 0, 1, 2};
+    const int local[] = {0, 1, 0, 2, 1, 0};
+    const int sizes[] = {3, 2, 1};
+    const int by_node[] = {0, 1, 3, 2, 4, 5};
+    hcomm_topo_map_t m;
+    assert_int_equal(hcomm_topo_map_build(6, label, &m), HCOMM_SUCCESS);
+    check_map(&m, 6, 3, node_of, local, sizes, by_node);
+    hcomm_topo_map_free(&m);
+    assert_null(m.node_of);
+}
+
+static void test_map_extremes(void **state) {
+    (void)state;
+    hcomm_topo_map_t m;
+    /* One rank. */
+    const int one[] = {42}, zero[] = {0}, size1[] = {1};
+    assert_int_equal(hcomm_topo_map_build(1, one, &m), HCOMM_SUCCESS);
+    check_map(&m, 1, 1, zero, zero, size1, zero);
+    hcomm_topo_map_free(&m);
+    /* One node of five, and five nodes of one. */
+    const int same[] = {5, 5, 5, 5, 5}, ids[] = {0, 1, 2, 3, 4};
+    const int zeros[] = {0, 0, 0, 0, 0}, ones[] = {1, 1, 1, 1, 1};
+    const int five[] = {5};
+    assert_int_equal(hcomm_topo_map_build(5, same, &m), HCOMM_SUCCESS);
+    check_map(&m, 5, 1, zeros, ids, five, ids);
+    hcomm_topo_map_free(&m);
+    const int distinct[] = {9, 8, 7, 6, 5};
+    assert_int_equal(hcomm_topo_map_build(5, distinct, &m), HCOMM_SUCCESS);
+    check_map(&m, 5, 5, ids, zeros, ones, ids);
+    hcomm_topo_map_free(&m);
+    /* Labels at the ends of the int range; the last rank alone. */
+    const int wide[] = {INT_MIN, INT_MAX, INT_MIN, INT_MAX, -1};
+    const int wide_node[] = {0, 1, 0, 1, 2}, wide_local[] = {0, 0, 1, 1, 0};
+    const int wide_sizes[] = {2, 2, 1}, wide_by[] = {0, 2, 1, 3, 4};
+    assert_int_equal(hcomm_topo_map_build(5, wide, &m), HCOMM_SUCCESS);
+    check_map(&m, 5, 3, wide_node, wide_local, wide_sizes, wide_by);
+    hcomm_topo_map_free(&m);
+    /* No ranks is an error, not an empty map. */
+    assert_int_equal(hcomm_topo_map_build(0, one, &m), HCOMM_ERR_INVALID_ARG);
+    assert_int_equal(hcomm_topo_map_build(3, NULL, &m), HCOMM_ERR_INVALID_ARG);
+}
+
+/* Many ranks, round-robin over nodes of different sizes: every rank's
+ * place agrees with ranks_by_node. */
+static void test_map_large(void **state) {
+    (void)state;
+    enum { N = 1000 };
+    int label[N];
+    for (int r = 0; r < N; r++)
+        label[r] = (r * 7919) % 13 * 1000003;
+    hcomm_topo_map_t m;
+    assert_int_equal(hcomm_topo_map_build(N, label, &m), HCOMM_SUCCESS);
+    assert_int_equal(m.nnodes, 13);
+    int total = 0;
+    for (int n = 0; n < m.nnodes; n++) {
+        total += m.node_size[n];
+        int prev = -1;
+        for (int i = m.node_start[n]; i < m.node_start[n + 1]; i++) {
+            int r = m.ranks_by_node[i];
+            assert_true(r > prev);
+            prev = r;
+            assert_int_equal(m.node_of[r], n);
+            assert_int_equal(m.local_rank[r], i - m.node_start[n]);
+            assert_int_equal(label[r], label[m.ranks_by_node[m.node_start[n]]]);
+        }
+        if (n > 0)
+            assert_true(m.ranks_by_node[m.node_start[n]] >
+                        m.ranks_by_node[m.node_start[n - 1]]);
+    }
+    assert_int_equal(total, N);
+    hcomm_topo_map_free(&m);
+}
+
+/* --- hwloc -----------------------------------------------------------------
+ */
+
+static void test_local(void **state) {
+    (void)state;
+    const hcomm_topo_local_t *l = hcomm_topo_local();
+    assert_true(l->numa >= -1 && l->socket >= -1);
+    assert_true(l->ngpus >= 0 && l->ngpus <= HCOMM_TOPO_MAX_DEVS);
+    assert_true(l->nnics >= 0 && l->nnics <= HCOMM_TOPO_MAX_DEVS);
+    for (int i = 0; i < l->nnics; i++)
+        assert_true(l->nics[i].name[0]);
+    assert_ptr_equal(hcomm_topo_local(), l); /* cached */
+#ifndef HAVE_HWLOC
+    assert_int_equal(l->numa, -1);
+    assert_int_equal(l->ngpus + l->nnics, 0);
+#endif
+}
+
+/* --- the override file -----------------------------------------------------
+ */
+
+#ifdef HAVE_JANSSON
+static char dir[64];
+static char path[128];
+
+static int make_dir(void **state) {
+    (void)state;
+    strcpy(dir, "/tmp/hcomm_test_topo_XXXXXX");
+    return mkdtemp(dir) ? 0 : -1;
+}
+
+static int remove_dir(void **state) {
+    (void)state;
+    unlink(path);
+    return rmdir(dir);
+}
+
+/* Writes text to the test's file and returns its path. */
+static const char *file(const char *text) {
+    snprintf(path, sizeof(path), "%s/topo.json", dir);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+    return path;
+}
+
+/* Loading fails with a message that names the file and holds each of the
+ * NULL-terminated fragments. */
+static void fails(int world, const char *text, ...) {
+    hcomm_topo_override_t ov;
+    const char *p = file(text);
+    assert_int_equal(hcomm_topo_override_load(p, world, &ov),
+                     HCOMM_ERR_INVALID_ARG);
+    assert_null(ov.nodes); /* nothing left to free */
+    const char *msg = hcomm_last_error();
+    if (!strstr(msg, p) || !strstr(msg, "HCOMM_OVERRIDE_TOPO"))
+        fail_msg("message does not name the file: %s", msg);
+    va_list ap;
+    va_start(ap, text);
+    for (const char *want; (want = va_arg(ap, const char *));)
+        if (!strstr(msg, want)) fail_msg("expected \"%s\" in: %s", want, msg);
+    va_end(ap);
+}
+
+static void test_override_good(void **state) {
+    (void)state;
+    hcomm_topo_override_t ov;
+    const char *p = file(
+        "{\"nodes\": [\n"
+        "  {\"name\": \"n0\", \"ranks\": [0, 1], \"gpus\": [\"0000:1b:00.0\", "
+        "\"cuda1\"], \"nics\": [\"mlx5_0\"]},\n"
+        "  {\"name\": \"n1\", \"ranks\": [3, 2], \"gpus\": []},\n"
+        "  {\"ranks\": [4]}\n"
+        "]}\n");
+    assert_int_equal(hcomm_topo_override_load(p, 5, &ov), HCOMM_SUCCESS);
+    assert_int_equal(ov.world_size, 5);
+    assert_int_equal(ov.nnodes, 3);
+    const int node_of[] = {0, 0, 1, 1, 2};
+    for (int r = 0; r < 5; r++)
+        assert_int_equal(ov.node_of[r], node_of[r]);
+    assert_string_equal(ov.nodes[0].name, "n0");
+    assert_string_equal(ov.nodes[1].name, "n1");
+    assert_string_equal(ov.nodes[2].name, "node2"); /* default name */
+    assert_int_equal(ov.nodes[0].ngpus, 2);
+    assert_string_equal(ov.nodes[0].gpus[0].name, "0000:1b:00.0");
+    assert_string_equal(ov.nodes[0].gpus[0].pci, "0000:1b:00.0");
+    assert_string_equal(ov.nodes[0].gpus[1].name, "cuda1");
+    assert_string_equal(ov.nodes[0].gpus[1].pci, "");
+    assert_int_equal(ov.nodes[0].nnics, 1);
+    assert_string_equal(ov.nodes[0].nics[0].name, "mlx5_0");
+    assert_int_equal(ov.nodes[1].ngpus, 0);  /* stated: none */
+    assert_int_equal(ov.nodes[1].nnics, -1); /* not stated: keep hwloc's */
+    assert_int_equal(ov.nodes[2].ngpus, -1);
+    hcomm_topo_override_free(&ov);
+    assert_null(ov.nodes);
+
+    /* The brief's example: 4 ranks as 2 nodes x 2. */
+    p = file("{\"nodes\": [{\"name\": \"n0\", \"ranks\": [0,1]}, "
+             "{\"name\": \"n1\", \"ranks\": [2,3]}]}");
+    assert_int_equal(hcomm_topo_override_load(p, 4, &ov), HCOMM_SUCCESS);
+    assert_int_equal(ov.nnodes, 2);
+    assert_int_equal(ov.node_of[2], 1);
+    hcomm_topo_override_free(&ov);
+}
+
+static void test_override_syntax(void **state) {
+    (void)state;
+    /* The trailing comma is on line 3. */
+    fails(4,
+          "{\"nodes\": [\n  {\"ranks\": [0, 1]},\n  {\"ranks\": [2, 3,]}\n]}",
+          "line 3", "column", NULL);
+    fails(4, "", "line 1", NULL);
+    fails(4, "{\"nodes\": [{\"ranks\": [0, 1, 2, 3]}]", "line 1", NULL);
+    /* A key given twice would otherwise mean what its last copy says. */
+    fails(4,
+          "{\"nodes\": [{\"ranks\": [0, 1]}],\n"
+          " \"nodes\": [{\"ranks\": [0, 1, 2, 3]}]}",
+          "line 2", "duplicate", NULL);
+}
+
+static void test_override_ranks(void **state) {
+    (void)state;
+    fails(4, "{\"nodes\": [{\"ranks\": [0, 1]}, {\"ranks\": [1, 2, 3]}]}",
+          "nodes[1].ranks[0]", "rank 1 is listed twice", "node0", NULL);
+    fails(4, "{\"nodes\": [{\"name\": \"a\", \"ranks\": [0, 1, 1, 2, 3]}]}",
+          "nodes[0].ranks[2]", "listed twice", "\"a\"", NULL);
+    fails(4, "{\"nodes\": [{\"ranks\": [0, 1]}, {\"ranks\": [3]}]}",
+          "1 of the 4", "on no node: 2", NULL);
+    fails(20, "{\"nodes\": [{\"ranks\": [0]}]}", "19 of the 20",
+          "1, 2, 3, 4, 5, 6, 7, 8, ...", NULL);
+    fails(4, "{\"nodes\": [{\"ranks\": [0, 1, 2, 3, 4]}]}", "nodes[0].ranks[4]",
+          "rank 4 is not in MPI_COMM_WORLD", "0 to 3", NULL);
+    fails(4, "{\"nodes\": [{\"ranks\": [-1, 0, 1, 2, 3]}]}", "rank -1", NULL);
+}
+
+static void test_override_types(void **state) {
+    (void)state;
+    fails(2, "{\"nodes\": [{\"ranks\": [0, \"1\"]}]}", "nodes[0].ranks[1]",
+          "expected an integer rank, got a string", NULL);
+    fails(2, "{\"nodes\": [{\"ranks\": [0, 1.5]}]}", "got a real number", NULL);
+    fails(2, "{\"nodes\": [{\"ranks\": [0, 1.0]}]}", "got a real", NULL);
+    fails(2, "{\"nodes\": [{\"ranks\": [0, null]}]}", "got null", NULL);
+    fails(2, "{\"nodes\": [{\"ranks\": 0}]}", "nodes[0].ranks",
+          "expected an array of ranks, got an integer", NULL);
+    fails(2, "{\"nodes\": {\"ranks\": [0, 1]}}",
+          "nodes:", "expected an array of nodes, got an object", NULL);
+    fails(2, "{\"nodes\": [[0, 1]]}", "nodes[0]",
+          "expected an object, got an array", NULL);
+    fails(2, "[{\"ranks\": [0, 1]}]", "must hold an object, not an array",
+          NULL);
+    fails(2, "{\"nodes\": [{\"name\": 3, \"ranks\": [0, 1]}]}",
+          "\"name\" must be a string, got an integer", NULL);
+    fails(2, "{\"nodes\": [{\"ranks\": [0, 1], \"gpus\": \"cuda0\"}]}",
+          "nodes[0].gpus", "expected an array of strings, got a string", NULL);
+    fails(2, "{\"nodes\": [{\"ranks\": [0, 1], \"nics\": [\"eth0\", 7]}]}",
+          "nodes[0].nics[1]", "expected a string, got an integer", NULL);
+    fails(2, "{\"nodes\": [{\"ranks\": [0, 1], \"nics\": [\"\"]}]}",
+          "nodes[0].nics[0]", "1 to 63 characters", NULL);
+}
+
+static void test_override_empty(void **state) {
+    (void)state;
+    fails(2, "{\"nodes\": []}", "nodes: empty", NULL);
+    fails(2, "{}", "no \"nodes\"", NULL);
+    fails(2, "{\"nodes\": [{\"ranks\": [0, 1]}, {\"ranks\": []}]}",
+          "nodes[1].ranks: empty", NULL);
+    fails(2, "{\"nodes\": [{\"name\": \"n0\"}]}", "nodes[0]", "no \"ranks\"",
+          NULL);
+    fails(2, "{\"nodes\": [{\"name\": \"\", \"ranks\": [0, 1]}]}",
+          "node name needs 1 to 63", NULL);
+}
+
+static void test_override_keys(void **state) {
+    (void)state;
+    /* Unknown keys are errors, at both levels. */
+    fails(2, "{\"nodes\": [{\"ranks\": [0, 1], \"gpu\": [\"cuda0\"]}]}",
+          "nodes[0]", "unknown key \"gpu\"", NULL);
+    fails(2, "{\"nodes\": [{\"ranks\": [0, 1]}], \"version\": 1}",
+          "unknown key \"version\"", NULL);
+    fails(4,
+          "{\"nodes\": [{\"name\": \"a\", \"ranks\": [0, 1]}, "
+          "{\"name\": \"a\", \"ranks\": [2, 3]}]}",
+          "nodes[1]", "node name \"a\" is used twice", NULL);
+}
+
+static void test_override_no_file(void **state) {
+    (void)state;
+    hcomm_topo_override_t ov;
+    const char *missing = "/nonexistent/hcomm/topo.json";
+    assert_int_equal(hcomm_topo_override_load(missing, 2, &ov),
+                     HCOMM_ERR_INVALID_ARG);
+    assert_non_null(strstr(hcomm_last_error(), missing));
+}
+#endif /* HAVE_JANSSON */
+
+int main(void) {
+    const struct CMUnitTest map_tests[] = {
+        cmocka_unit_test(test_map_uneven),
+        cmocka_unit_test(test_map_extremes),
+        cmocka_unit_test(test_map_large),
+        cmocka_unit_test(test_local),
+    };
+    int failed = cmocka_run_group_tests_name("topo_map", map_tests, NULL, NULL);
+#ifdef HAVE_JANSSON
+    const struct CMUnitTest override_tests[] = {
+        cmocka_unit_test(test_override_good),
+        cmocka_unit_test(test_override_syntax),
+        cmocka_unit_test(test_override_ranks),
+        cmocka_unit_test(test_override_types),
+        cmocka_unit_test(test_override_empty),
+        cmocka_unit_test(test_override_keys),
+        cmocka_unit_test(test_override_no_file),
+    };
+    failed += cmocka_run_group_tests_name("topo_override", override_tests,
+                                          make_dir, remove_dir);
+#endif
+    return failed ? 1 : 0;
+}
