@@ -120,8 +120,8 @@ const hcomm_algo_t *hcomm_select(hcomm_coll_t coll, size_t bytes, int size) {
                                                   : "scatter_allgather";
         break;
     case HCOMM_COLL_REDUCE:
-        name = bytes <= (256u << 10) || size <= 2 ? "binomial"
-                                                  : "reduce_scatter_gather";
+        /* Even for two ranks: each reduces half, the root receives half. */
+        name = bytes <= (256u << 10) ? "binomial" : "reduce_scatter_gather";
         break;
     case HCOMM_COLL_ALLTOALL:
         name = bytes <= 256 && size > 4 ? "bruck" : "pairwise";

@@ -38,7 +38,7 @@ static const cfg_entry_t table[HCOMM_CFG_COUNT] = {
      "Force algorithms: one name for every collective (`ring`) or a list "
      "per collective (`allreduce=ring,bcast=binomial`). Empty: chosen by size "
      "and rank count."},
-    {"HCOMM_CHUNK_SIZE", CFG_SIZE, "256K", NULL,
+    {"HCOMM_CHUNK_SIZE", CFG_SIZE, "1M", NULL,
      "Pipelining granularity of large messages, in bytes (K, M, G suffixes)."},
     {"HCOMM_BUFFER_POOL_SIZE", CFG_SIZE, "256M", NULL,
      "Most bytes of scratch memory kept cached for reuse; scratch beyond it "

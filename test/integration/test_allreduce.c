@@ -73,7 +73,7 @@ static void test_matrix(hcomm_comm_t world) {
         CHECK_OK(hcomm_config_set("HCOMM_CHUNK_SIZE", "4K"));
         run_one(world, nranks, HCOMM_INT32, HCOMM_SUM, 100003, 0, 0, algos[a]);
         run_one(world, nranks, HCOMM_FLOAT32, HCOMM_AVG, 65537, 1, 1, algos[a]);
-        CHECK_OK(hcomm_config_set("HCOMM_CHUNK_SIZE", "256K"));
+        CHECK_OK(hcomm_config_set("HCOMM_CHUNK_SIZE", "1M"));
     }
     CHECK_OK(hcomm_select_configure(""));
 }

@@ -17,7 +17,7 @@
 static void test_defaults(void **state) {
     (void)state;
     assert_int_equal(hcomm_config_load(), HCOMM_SUCCESS);
-    assert_int_equal(hcomm_cfg_int(HCOMM_CFG_CHUNK_SIZE), 256 << 10);
+    assert_int_equal(hcomm_cfg_int(HCOMM_CFG_CHUNK_SIZE), 1 << 20);
     assert_int_equal(hcomm_cfg_int(HCOMM_CFG_BUFFER_POOL_SIZE), 256 << 20);
     assert_string_equal(hcomm_cfg_str(HCOMM_CFG_TRANSPORT), "auto");
     assert_true(hcomm_cfg_double(HCOMM_CFG_TIMEOUT) == 300.0);
