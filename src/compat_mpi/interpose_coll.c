@@ -120,24 +120,38 @@ static int same_sides(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
            (sendtype == recvtype && sendcount == recvcount);
 }
 
+/* What allgather and alltoall check alike before HCOMM takes them: one
+ * mapped type on both sides (or in place), a positive count, the
+ * communicator, the size window. 1 with *t and *c set; else the fallback is
+ * counted and 0 returned. */
+static int take_blocks(hcmpi_coll_t k, hcomm_coll_t coll, const void *sendbuf,
+                       int sendcount, MPI_Datatype sendtype, int recvcount,
+                       MPI_Datatype recvtype, MPI_Comm comm, hcomm_dtype_t *t,
+                       hcmpi_comm_t **c) {
+    hcmpi_why_t why;
+    if (!hcmpi_wants(k)) return hcmpi_fallback(k, hcmpi_why_not());
+    if (!hcmpi_map_dtype(recvtype, 0, t, &why)) return hcmpi_fallback(k, why);
+    if (!same_sides(sendbuf, sendcount, sendtype, recvcount, recvtype))
+        return hcmpi_fallback(k, HCMPI_WHY_TYPE_MISMATCH);
+    if (recvcount <= 0)
+        return hcmpi_fallback(k, recvcount ? HCMPI_WHY_ARGS : HCMPI_WHY_EMPTY);
+    if (!(*c = hcmpi_comm_get(comm, &why))) return hcmpi_fallback(k, why);
+    if (OUTSIDE(k, (size_t)(*c)->size * bytes_of(recvcount, *t)))
+        return hcmpi_fallback(k, HCMPI_WHY_SIZE);
+    if (!implemented(coll, recvcount, *t, (*c)->size))
+        return hcmpi_fallback(k, HCMPI_WHY_UNSUPPORTED);
+    return 1;
+}
+
 int hcmpi_try_allgather(const void *sendbuf, int sendcount,
                         MPI_Datatype sendtype, void *recvbuf, int recvcount,
                         MPI_Datatype recvtype, MPI_Comm comm, int *rc) {
     const hcmpi_coll_t k = HCMPI_ALLGATHER;
     hcomm_dtype_t t;
-    hcmpi_why_t why;
     hcmpi_comm_t *c;
-    if (!hcmpi_wants(k)) return hcmpi_fallback(k, hcmpi_why_not());
-    if (!hcmpi_map_dtype(recvtype, 0, &t, &why)) return hcmpi_fallback(k, why);
-    if (!same_sides(sendbuf, sendcount, sendtype, recvcount, recvtype))
-        return hcmpi_fallback(k, HCMPI_WHY_TYPE_MISMATCH);
-    if (recvcount <= 0)
-        return hcmpi_fallback(k, recvcount ? HCMPI_WHY_ARGS : HCMPI_WHY_EMPTY);
-    if (!(c = hcmpi_comm_get(comm, &why))) return hcmpi_fallback(k, why);
-    if (OUTSIDE(k, (size_t)c->size * bytes_of(recvcount, t)))
-        return hcmpi_fallback(k, HCMPI_WHY_SIZE);
-    if (!implemented(HCOMM_COLL_ALLGATHER, recvcount, t, c->size))
-        return hcmpi_fallback(k, HCMPI_WHY_UNSUPPORTED);
+    if (!take_blocks(k, HCOMM_COLL_ALLGATHER, sendbuf, sendcount, sendtype,
+                     recvcount, recvtype, comm, &t, &c))
+        return 0;
     /* MPI_IN_PLACE: our block already sits in recvbuf, which is HCOMM's
      * in-place form. A send buffer inside recvbuf elsewhere moves there
      * first, so that no rank refuses what the others take. */
@@ -249,19 +263,10 @@ int hcmpi_try_alltoall(const void *sendbuf, int sendcount,
                        MPI_Datatype recvtype, MPI_Comm comm, int *rc) {
     const hcmpi_coll_t k = HCMPI_ALLTOALL;
     hcomm_dtype_t t;
-    hcmpi_why_t why;
     hcmpi_comm_t *c;
-    if (!hcmpi_wants(k)) return hcmpi_fallback(k, hcmpi_why_not());
-    if (!hcmpi_map_dtype(recvtype, 0, &t, &why)) return hcmpi_fallback(k, why);
-    if (!same_sides(sendbuf, sendcount, sendtype, recvcount, recvtype))
-        return hcmpi_fallback(k, HCMPI_WHY_TYPE_MISMATCH);
-    if (recvcount <= 0)
-        return hcmpi_fallback(k, recvcount ? HCMPI_WHY_ARGS : HCMPI_WHY_EMPTY);
-    if (!(c = hcmpi_comm_get(comm, &why))) return hcmpi_fallback(k, why);
-    if (OUTSIDE(k, (size_t)c->size * bytes_of(recvcount, t)))
-        return hcmpi_fallback(k, HCMPI_WHY_SIZE);
-    if (!implemented(HCOMM_COLL_ALLTOALL, recvcount, t, c->size))
-        return hcmpi_fallback(k, HCMPI_WHY_UNSUPPORTED);
+    if (!take_blocks(k, HCOMM_COLL_ALLTOALL, sendbuf, sendcount, sendtype,
+                     recvcount, recvtype, comm, &t, &c))
+        return 0;
     if (sendbuf == MPI_IN_PLACE) sendbuf = recvbuf; /* HCOMM's in place */
     ENTER();
     hcomm_status_t st =
