@@ -5,17 +5,8 @@
 #include "coll/plan.h"
 
 /* Elements per pipelined chunk (at least 1). */
-/* Elements per pipelined chunk (at least 1): HCOMM_CHUNK_SIZE, but no
- * more than a quarter of one rank's share, so that a medium message still
- * overlaps transfer and reduction over a few chunks; never below 64 KiB for
- * that, where per-message costs would dominate. */
 static inline size_t hcomm_chunk_elems(const hcomm_plan_args_t *args) {
-    size_t esize = args->esize ? args->esize : 1;
-    size_t share =
-        args->count * esize / (size_t)(args->size > 0 ? args->size : 1);
-    size_t bytes = share / 4 > (64u << 10) ? share / 4 : (64u << 10);
-    if (bytes > args->chunk_bytes) bytes = args->chunk_bytes;
-    size_t c = bytes / esize;
+    size_t c = args->chunk_bytes / (args->esize ? args->esize : 1);
     return c ? c : 1;
 }
 
