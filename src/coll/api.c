@@ -4,6 +4,7 @@
 #include "core/context.h"
 #include "core/log.h"
 #include "core/request.h"
+#include "kernels/reduce.h"
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -107,6 +108,38 @@ static hcomm_status_t check_overlap(const call_t *k, const hcomm_comm_impl_t *c,
                        hcomm_coll_name(k->coll));
 }
 
+/* The request for a call: on the stack for a blocking one. */
+static struct hcomm_request *new_request(hcomm_request_t *out,
+                                         struct hcomm_request *on_stack) {
+    if (!out) return on_stack;
+    struct hcomm_request *req = malloc(sizeof(*req));
+    if (!req) hcomm_error(HCOMM_ERR_NO_MEMORY, "no memory for a request");
+    return req;
+}
+
+/* A call that takes the node's shared segment instead of a plan. */
+static hcomm_status_t run_direct(const call_t *k, hcomm_comm_impl_t *c,
+                                 hcomm_shm_algo_t algo, hcomm_request_t *out) {
+    struct hcomm_request on_stack, *req = new_request(out, &on_stack);
+    if (!req) return HCOMM_ERR_NO_MEMORY;
+    hcomm_status_t st = hcomm_shm_op_start(
+        &req->direct, c->shm, algo, k->coll, k->sendbuf, k->recvbuf, k->count,
+        hcomm_dtype_size(k->dtype), k->root,
+        reduces(k->coll) ? hcomm_kernel_reduce(k->dtype, k->op) : NULL,
+        reduces(k->coll) && k->op == HCOMM_AVG ? hcomm_kernel_scale(k->dtype)
+                                               : NULL);
+    if (st == HCOMM_SUCCESS)
+        st = hcomm_request_start(req, c, k->coll, NULL, NULL, !out);
+    if (st != HCOMM_SUCCESS) {
+        hcomm_shm_op_finish(&req->direct);
+        if (out) free(req);
+        return st;
+    }
+    if (!out) return hcomm_request_complete(req);
+    *out = req;
+    return HCOMM_SUCCESS;
+}
+
 static hcomm_status_t run(const call_t *k, hcomm_comm_t comm,
                           hcomm_request_t *out) {
     hcomm_comm_impl_t *c;
@@ -126,6 +159,11 @@ static hcomm_status_t run(const call_t *k, hcomm_comm_t comm,
     size_t esize = hcomm_dtype_size(k->dtype);
     int inplace = !p2p && is_inplace(k, c, esize);
     if ((st = check_overlap(k, c, esize, inplace)) != HCOMM_SUCCESS) return st;
+    if (c->shm && k->count && !hcomm_select_is_forced(k->coll)) {
+        hcomm_shm_algo_t direct =
+            hcomm_shm_select(c->shm, k->coll, k->count * esize);
+        if (direct != HCOMM_SHM_NONE) return run_direct(k, c, direct, out);
+    }
     const hcomm_algo_t *algo = hcomm_select(k->coll, k->count * esize, c->size);
     if (!algo)
         return hcomm_error(HCOMM_ERR_UNSUPPORTED, "%s is not implemented yet",
@@ -154,12 +192,12 @@ static hcomm_status_t run(const call_t *k, hcomm_comm_t comm,
                             .tag_kind = p2p ? HCOMM_TAG_P2P : HCOMM_TAG_COLL,
                             .seq = p2p ? (uint32_t)k->tag : c->seq++};
 
-    struct hcomm_request on_stack, *req = &on_stack;
-    if (out && !(req = malloc(sizeof(*req)))) {
+    struct hcomm_request on_stack, *req = new_request(out, &on_stack);
+    if (!req) {
         hcomm_comm_plan_put(c, plan);
-        return hcomm_error(HCOMM_ERR_NO_MEMORY, "no memory for a request");
+        return HCOMM_ERR_NO_MEMORY;
     }
-    st = hcomm_request_start(req, c, k->coll, plan, &ea);
+    st = hcomm_request_start(req, c, k->coll, plan, &ea, !out);
     if (st != HCOMM_SUCCESS) {
         hcomm_comm_plan_put(c, plan);
         if (out) free(req);

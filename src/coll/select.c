@@ -87,6 +87,10 @@ hcomm_status_t hcomm_select_configure(const char *spec) {
     return HCOMM_SUCCESS;
 }
 
+int hcomm_select_is_forced(hcomm_coll_t coll) {
+    return forced[coll] != NULL;
+}
+
 static const hcomm_algo_t *by_name(hcomm_coll_t coll, const char *name) {
     return hcomm_algo_find(coll, name);
 }

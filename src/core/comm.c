@@ -4,6 +4,7 @@
 #include "core/config.h"
 #include "core/context.h"
 #include "core/log.h"
+#include "shm_tp/shm.h"
 #include "topo/topo.h"
 #include "ucx_tp/ucx_tp.h"
 
@@ -129,6 +130,9 @@ static hcomm_status_t create_from(MPI_Comm parent, hcomm_comm_t *out) {
     if (st != HCOMM_SUCCESS) goto fail;
     st = make_transport(c, ucx_everywhere);
     if (st != HCOMM_SUCCESS) goto fail;
+    if (c->topo->map.nnodes == 1 &&
+        (st = hcomm_shm_create(c->mpi_comm, &c->shm)) != HCOMM_SUCCESS)
+        goto fail;
     c->seq = 1;
     c->handle =
         (hcomm_comm_t)(((uintptr_t)generation[c->id] << 16 | c->id) + 1);
@@ -139,6 +143,7 @@ static hcomm_status_t create_from(MPI_Comm parent, hcomm_comm_t *out) {
     return HCOMM_SUCCESS;
 fail:
     if (c) {
+        if (c->tp) c->tp->ops->destroy(c->tp);
         hcomm_topo_free(c->topo);
         if (have_id) release_id(c->id);
         if (c->mpi_comm != MPI_COMM_NULL) PMPI_Comm_free(&c->mpi_comm);
@@ -200,6 +205,7 @@ static void destroy(hcomm_comm_impl_t *c) {
     for (int i = 0; i < HCOMM_PLAN_CACHE_SIZE; i++)
         if (c->plans[i].valid) hcomm_plan_release(&c->plans[i].plan);
     if (c->tp) c->tp->ops->destroy(c->tp);
+    hcomm_shm_destroy(c->shm);
     hcomm_topo_free(c->topo);
     generation[c->id]++;
     table[c->id] = NULL;

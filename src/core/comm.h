@@ -20,6 +20,7 @@ typedef struct {
 } hcomm_plan_slot_t;
 
 struct hcomm_topo;
+struct hcomm_shm;
 
 typedef struct hcomm_comm_impl {
     MPI_Comm mpi_comm; /* private duplicate: bootstrap and splits */
@@ -29,6 +30,8 @@ typedef struct hcomm_comm_impl {
     hcomm_tp_t *tp;
     /* Nodes, NUMA, devices: found at creation (src/topo/topo.h). */
     struct hcomm_topo *topo;
+    /* The shared segment when every rank is on one node, else NULL. */
+    struct hcomm_shm *shm;
     hcomm_status_t broken; /* set after a timeout: later calls fail fast */
     uint64_t uses;
     int inflight; /* requests started and not yet completed */

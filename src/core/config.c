@@ -66,6 +66,12 @@ static const cfg_entry_t table[HCOMM_CFG_COUNT] = {
      "`{\"nodes\": [{\"name\": \"n0\", \"ranks\": [0, 1], \"gpus\": "
      "[...], \"nics\": [...]}, ...]}` with every MPI_COMM_WORLD rank once; "
      "name, gpus and nics optional, other keys an error."},
+    {"HCOMM_SHM_SLOT_SIZE", CFG_SIZE, "256K", NULL,
+     "Bytes each rank stages per round in the node's shared segment (two "
+     "slots per rank); 0 turns the shared-memory path off."},
+    {"HCOMM_FAST_PATH_SMALL_MSG", CFG_SIZE, "16K", NULL,
+     "Largest allreduce, in bytes, that every rank reduces whole from the "
+     "shared segment (one-shot); 0 turns that path off."},
 };
 
 typedef struct {

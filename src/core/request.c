@@ -23,6 +23,7 @@ static double now_seconds(void) {
 }
 
 static void list_add(struct hcomm_request *req) {
+    atomic_flag_clear(&req->busy);
     pthread_mutex_lock(&active_lock);
     req->prev = NULL;
     req->next = active_head;
@@ -48,11 +49,21 @@ static void list_remove(struct hcomm_request *req) {
     pthread_mutex_unlock(&active_lock);
 }
 
-/* Progresses req unless another thread is doing so right now. */
-static void progress_one(struct hcomm_request *req) {
-    if (atomic_flag_test_and_set(&req->busy)) return;
+static void advance(struct hcomm_request *req) {
     if (req->status == HCOMM_ERR_IN_PROGRESS)
-        req->status = hcomm_exec_progress(&req->exec);
+        req->status = req->plan ? hcomm_exec_progress(&req->exec)
+                                : hcomm_shm_op_progress(&req->direct);
+}
+
+/* Progresses req unless another thread is doing so right now (only a
+ * request in the list can be seen by other threads). */
+static void progress_one(struct hcomm_request *req) {
+    if (!req->active) {
+        advance(req);
+        return;
+    }
+    if (atomic_flag_test_and_set(&req->busy)) return;
+    advance(req);
     atomic_flag_clear(&req->busy);
 }
 
@@ -66,46 +77,57 @@ static void progress_others(struct hcomm_request *self) {
 hcomm_status_t hcomm_request_start(struct hcomm_request *req,
                                    hcomm_comm_impl_t *comm, hcomm_coll_t coll,
                                    const hcomm_plan_t *plan,
-                                   const hcomm_exec_args_t *args) {
+                                   const hcomm_exec_args_t *args,
+                                   int blocking) {
     req->comm = comm;
     req->plan = plan;
     req->coll = coll;
     req->active = 0;
-    atomic_flag_clear(&req->busy);
-    hcomm_status_t st = hcomm_exec_start(&req->exec, args);
-    if (st != HCOMM_SUCCESS) return st;
-    req->status = hcomm_exec_progress(&req->exec);
-    if (req->status == HCOMM_ERR_IN_PROGRESS) list_add(req);
+    req->status = HCOMM_ERR_IN_PROGRESS;
+    if (plan) {
+        hcomm_status_t st = hcomm_exec_start(&req->exec, args);
+        if (st != HCOMM_SUCCESS) return st;
+    }
+    progress_one(req);
+    if (req->status == HCOMM_ERR_IN_PROGRESS && !blocking) list_add(req);
     return HCOMM_SUCCESS;
+}
+
+static uint32_t request_seq(const struct hcomm_request *req) {
+    return req->plan ? req->exec.seq : (uint32_t)req->direct.seq;
 }
 
 static void release(struct hcomm_request *req) {
     list_remove(req);
-    if (req->status == HCOMM_SUCCESS)
+    if (!req->plan)
+        hcomm_shm_op_finish(&req->direct);
+    else if (req->status == HCOMM_SUCCESS)
         hcomm_exec_finish(&req->exec);
     else
         hcomm_exec_abort(&req->exec);
-    hcomm_comm_plan_put(req->comm, req->plan);
+    if (req->plan) hcomm_comm_plan_put(req->comm, req->plan);
 }
 
 static hcomm_status_t timed_out(struct hcomm_request *req, double waited) {
     char what[512];
     hcomm_comm_impl_t *c = req->comm;
-    if (!hcomm_exec_describe_wait(&req->exec, what, sizeof(what)))
+    if (!req->plan)
+        hcomm_shm_op_describe(&req->direct, what, sizeof(what));
+    else if (!hcomm_exec_describe_wait(&req->exec, what, sizeof(what)))
         snprintf(what, sizeof(what), "local steps");
     req->status = HCOMM_ERR_TIMEOUT;
     c->broken = HCOMM_ERR_TIMEOUT;
     return hcomm_error(HCOMM_ERR_TIMEOUT,
                        "%s (sequence %u) on communicator %u, rank %d of %d, "
                        "gave up after %.1f s waiting for: %s",
-                       hcomm_coll_name(req->coll), req->exec.seq,
+                       hcomm_coll_name(req->coll), request_seq(req),
                        (unsigned)c->id, c->rank, c->size, waited, what);
 }
 
 hcomm_status_t hcomm_request_test(struct hcomm_request *req) {
     progress_one(req);
     if (req->status == HCOMM_ERR_IN_PROGRESS) {
-        if (atomic_load(&active_count) > 1) progress_others(req);
+        if (atomic_load(&active_count) > req->active) progress_others(req);
         return HCOMM_ERR_IN_PROGRESS;
     }
     release(req);
@@ -118,12 +140,13 @@ hcomm_status_t hcomm_request_complete(struct hcomm_request *req) {
     for (unsigned long polls = 0;; polls++) {
         progress_one(req);
         if (req->status != HCOMM_ERR_IN_PROGRESS) break;
-        if (atomic_load(&active_count) > 1) progress_others(req);
+        if (atomic_load(&active_count) > req->active) progress_others(req);
         if ((long)polls >= spin) sched_yield();
-        /* The clock is read rarely: it costs as much as a poll. */
-        if ((polls & 1023) == 0) {
+        /* The clock is read rarely: it costs as much as a poll, and a call
+         * that completes within 1024 polls never needs it. */
+        if ((polls & 1023) == 1023) {
             double t = now_seconds();
-            if (polls == 0)
+            if (polls == 1023)
                 start = t;
             else if (t - start > timeout) {
                 timed_out(req, t - start);
@@ -135,8 +158,8 @@ hcomm_status_t hcomm_request_complete(struct hcomm_request *req) {
     release(req);
     if (st != HCOMM_SUCCESS && st != HCOMM_ERR_TIMEOUT)
         hcomm_error(st, "%s (sequence %u) failed on rank %d: %s",
-                    hcomm_coll_name(req->coll), req->exec.seq, req->comm->rank,
-                    hcomm_strerror(st));
+                    hcomm_coll_name(req->coll), request_seq(req),
+                    req->comm->rank, hcomm_strerror(st));
     return st;
 }
 

@@ -1,15 +1,18 @@
-/* Requests: a running plan, progressed by hcomm_wait/hcomm_test (and while
- * any other call waits, so that no rank starves a peer). */
+/* Requests: a running plan or direct shared-memory call, progressed by
+ * hcomm_wait/hcomm_test (and while any other call waits, so that no rank
+ * starves a peer). */
 #ifndef HCOMM_CORE_REQUEST_H
 #define HCOMM_CORE_REQUEST_H
 
 #include "coll/exec.h"
 #include "core/comm.h"
+#include "shm_tp/shm.h"
 
 #include <stdatomic.h>
 
 struct hcomm_request {
-    hcomm_exec_t exec;
+    hcomm_exec_t exec;     /* a plan (plan != NULL) */
+    hcomm_shm_op_t direct; /* or a direct call (plan == NULL) */
     hcomm_comm_impl_t *comm;
     const hcomm_plan_t *plan;
     hcomm_coll_t coll;
@@ -19,11 +22,14 @@ struct hcomm_request {
     struct hcomm_request *prev, *next;
 };
 
-/* Starts plan on comm; on success the request runs. */
+/* Starts plan on comm (or, with plan NULL, the direct call already set up
+ * in req->direct); on success the request runs. A blocking call's request
+ * (driven to completion by its own thread at once) stays out of the list of
+ * running requests that waits in other threads progress. */
 hcomm_status_t hcomm_request_start(struct hcomm_request *req,
                                    hcomm_comm_impl_t *comm, hcomm_coll_t coll,
                                    const hcomm_plan_t *plan,
-                                   const hcomm_exec_args_t *args);
+                                   const hcomm_exec_args_t *args, int blocking);
 /* Drives req to completion, progressing every other running request too,
  * within HCOMM_TIMEOUT; releases what it holds. */
 hcomm_status_t hcomm_request_complete(struct hcomm_request *req);

@@ -78,6 +78,29 @@ static void test_matrix(hcomm_comm_t world) {
     CHECK_OK(hcomm_select_configure(""));
 }
 
+/* The shared-memory algorithms on a communicator made with a small slot
+ * (calls of many rounds): one-shot, two-shot (with the small-message path
+ * off) and cross-memory reads, by size, every dtype x op. */
+static void test_shm_paths(hcomm_comm_t world) {
+    static const size_t counts[] = {1, 3, 1031, 4099, 70001};
+    hcomm_comm_t comm;
+    CHECK_OK(hcomm_config_set("HCOMM_SHM_SLOT_SIZE", "4K"));
+    CHECK_OK(hcomm_comm_dup(world, &comm));
+    CHECK_OK(hcomm_config_set("HCOMM_SHM_SLOT_SIZE", "256K"));
+    for (int fast = 0; fast < 2; fast++) {
+        CHECK_OK(
+            hcomm_config_set("HCOMM_FAST_PATH_SMALL_MSG", fast ? "64K" : "0"));
+        for (int t = 0; t < HCOMM_DTYPE_COUNT; t++)
+            for (int op = 0; op < HCOMM_OP_COUNT; op++)
+                for (size_t c = 0; c < sizeof(counts) / sizeof(counts[0]); c++)
+                    run_one(comm, nranks, (hcomm_dtype_t)t, (hcomm_op_t)op,
+                            counts[c], (int)(c + (size_t)t) % 2, 0,
+                            fast ? "shm 4K slots" : "shm two-shot");
+    }
+    CHECK_OK(hcomm_config_set("HCOMM_FAST_PATH_SMALL_MSG", "16K"));
+    CHECK_OK(hcomm_comm_free(&comm));
+}
+
 static void test_large(hcomm_comm_t world) {
     /* 64 MiB of float32, the default algorithm choice. */
     run_one(world, nranks, HCOMM_FLOAT32, HCOMM_SUM, (64u << 20) / 4, 0, 0,
@@ -153,6 +176,7 @@ int main(int argc, char **argv) {
     CHECK_OK(hcomm_init(&argc, &argv));
     CHECK_OK(hcomm_comm_create(MPI_COMM_WORLD, &world));
     test_matrix(world);
+    test_shm_paths(world);
     test_large(world);
     test_concurrent_comms(world);
     test_overlap(world);

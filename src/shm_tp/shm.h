@@ -1,0 +1,109 @@
+/* The shared-memory fast path between the ranks of a communicator that all
+ * live on one node: a segment mapped by every rank, and direct algorithms on
+ * it that synchronise through flags in the segment (no system call on the
+ * fast path).
+ *
+ * Segment: one area per rank, each holding three counters on their own
+ * cache lines and two copies (by sequence parity) of an input slot and a
+ * result slot:
+ *   arrive  = s: the rank's data (or, for CMA, its buffer addresses) for
+ *                round s is published;
+ *   reduced = s: its share of the result of round s is published;
+ *   done    = s: it has finished reading everything of round s.
+ * Rounds are numbered alike on every rank (each direct call takes as many
+ * consecutive numbers as it has rounds), so a rank writes the parity-s slot
+ * only once every peer's done >= s - 2.
+ *
+ * Calls on one communicator run their rounds in call order: a call starts
+ * once the previous direct call on the communicator has completed locally.
+ *
+ * Large messages skip the slots: each rank publishes its buffer addresses
+ * and peers read them with process_vm_readv (cross-memory attach, one copy),
+ * where the kernel allows it between every pair of ranks. */
+#ifndef HCOMM_SHM_TP_SHM_H
+#define HCOMM_SHM_TP_SHM_H
+
+#include "coll/plan.h"
+#include "kernels/reduce.h"
+
+#include <mpi.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct hcomm_shm {
+    char *base; /* the mapping */
+    size_t bytes;
+    int rank, size;
+    size_t slot_bytes;  /* input slot; result slot is slot_bytes / size + 64 */
+    size_t area_bytes;  /* one rank's area */
+    int cma;            /* process_vm_readv works between every pair */
+    int owns_mapping;   /* munmap at destroy (not for attached views) */
+    uint64_t next_seq;  /* first round number of the next call */
+    uint64_t completed; /* last round number of the last call completed */
+    /* [flag * size + rank]: the highest value seen of each peer's flags,
+     * so that a condition once met costs no cache miss again. */
+    uint64_t *known;
+} hcomm_shm_t;
+
+typedef enum {
+    HCOMM_SHM_NONE = 0, /* not a direct call: use a plan */
+    HCOMM_SHM_ONESHOT,  /* everyone reduces everything from the slots */
+    HCOMM_SHM_TWOSHOT,  /* each reduces its block, then all copy results */
+    HCOMM_SHM_CMA       /* as two-shot, reading peers' buffers directly */
+} hcomm_shm_algo_t;
+
+/* Segment bytes for size ranks and a slot of slot_bytes. */
+size_t hcomm_shm_segment_bytes(int size, size_t slot_bytes);
+
+/* Collective over comm (all ranks on one node). Sets *out to NULL (and
+ * returns success) where shared memory cannot be used: one rank, the
+ * segment cannot be created or mapped; every rank gets the same answer.
+ * The segment's name is unlinked before this returns. */
+hcomm_status_t hcomm_shm_create(MPI_Comm comm, hcomm_shm_t **out);
+/* A view of a mapping the caller made and zeroed, for rank of size (unit
+ * tests run ranks as threads of one process). */
+hcomm_status_t hcomm_shm_attach(void *base, size_t bytes, int rank, int size,
+                                size_t slot_bytes, int cma, hcomm_shm_t **out);
+void hcomm_shm_destroy(hcomm_shm_t *shm); /* NULL is fine */
+
+/* The direct algorithm for a call of bytes (count * element size; per rank
+ * block for allgather), or NONE. Depends only on what every rank agrees on.
+ */
+hcomm_shm_algo_t hcomm_shm_select(const hcomm_shm_t *shm, hcomm_coll_t coll,
+                                  size_t bytes);
+
+/* One direct call in progress. */
+typedef struct {
+    hcomm_shm_t *shm;
+    hcomm_shm_algo_t algo;
+    hcomm_coll_t coll; /* allreduce, allgather or bcast */
+    const char *sendbuf;
+    char *recvbuf;
+    size_t count, esize; /* count: elements (per rank for allgather) */
+    int root;
+    hcomm_reduce_fn_t reduce;
+    hcomm_scale_fn_t scale;      /* HCOMM_AVG, else NULL */
+    char *bounce;                /* CMA reads before reducing */
+    uint64_t first, seq;         /* first and current round number */
+    size_t rounds, round, chunk; /* chunk: elements per round */
+    int phase;
+    int waiting_for; /* the peer last waited on, for timeout messages */
+} hcomm_shm_op_t;
+
+/* Starts a call (it runs once its turn on the communicator comes).
+ * reduce/scale may be NULL when coll does not reduce. */
+hcomm_status_t hcomm_shm_op_start(hcomm_shm_op_t *op, hcomm_shm_t *shm,
+                                  hcomm_shm_algo_t algo, hcomm_coll_t coll,
+                                  const void *sendbuf, void *recvbuf,
+                                  size_t count, size_t esize, int root,
+                                  hcomm_reduce_fn_t reduce,
+                                  hcomm_scale_fn_t scale);
+/* Advances as far as the peers allow: HCOMM_ERR_IN_PROGRESS, HCOMM_SUCCESS
+ * or an error (a failed cross-memory read). */
+hcomm_status_t hcomm_shm_op_progress(hcomm_shm_op_t *op);
+/* Releases what the call holds (after completion or on abort). */
+void hcomm_shm_op_finish(hcomm_shm_op_t *op);
+/* What an incomplete call waits for, for the timeout message. */
+void hcomm_shm_op_describe(const hcomm_shm_op_t *op, char *out, size_t len);
+
+#endif

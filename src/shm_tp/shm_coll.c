@@ -1,0 +1,395 @@
+/* Direct algorithms on the node's segment: each call is a small state
+ * machine that advances while its peers' flags allow and otherwise returns,
+ * so that blocking and non-blocking calls share it. */
+#include "shm_tp/shm_layout.h"
+#include "core/config.h"
+#include "core/log.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+
+/* CMA reads are reduced from this buffer, small enough to stay in cache. */
+#define BOUNCE_BYTES (128u << 10)
+
+enum {
+    PHASE_TURN = 0, /* wait for the previous call on the communicator */
+    PHASE_FREE,     /* wait until the parity's slots are free */
+    PHASE_ARRIVE,   /* wait for the peers' data of this round */
+    PHASE_REDUCED,  /* wait for the peers' reduced blocks */
+    PHASE_DONE      /* CMA: wait until no peer reads this rank's buffers */
+};
+
+static int reached(hcomm_shm_op_t *op, int rank, hcomm_shm_flag_t f,
+                   uint64_t value) {
+    hcomm_shm_t *shm = op->shm;
+    uint64_t *known = &shm->known[(size_t)f * (size_t)shm->size + (size_t)rank];
+    if (*known >= value) return 1;
+    uint64_t v = atomic_load_explicit(hcomm_shm_flag(shm, rank, f, value),
+                                      memory_order_acquire);
+    if (v > *known) *known = v;
+    /* A rank publishes round v only after it finished round v - 1. */
+    uint64_t *done =
+        &shm->known[(size_t)SHM_DONE * (size_t)shm->size + (size_t)rank];
+    if (f == SHM_ARRIVE && v > *done + 1) *done = v - 1;
+    if (v >= value) return 1;
+    op->waiting_for = rank;
+    return 0;
+}
+
+static int all_reached(hcomm_shm_op_t *op, hcomm_shm_flag_t f, uint64_t value) {
+    for (int p = 0; p < op->shm->size; p++)
+        if (p != op->shm->rank && !reached(op, p, f, value)) return 0;
+    return 1;
+}
+
+static void publish(hcomm_shm_op_t *op, hcomm_shm_flag_t f) {
+    atomic_store_explicit(hcomm_shm_flag(op->shm, op->shm->rank, f, op->seq),
+                          op->seq, memory_order_release);
+}
+
+/* Reads bytes at a peer's address into local memory. */
+static hcomm_status_t cma_read(const hcomm_shm_op_t *op, int peer, void *dst,
+                               uint64_t src, size_t bytes) {
+    pid_t pid = hcomm_shm_info(op->shm, peer)->pid;
+    char *d = dst;
+    while (bytes > 0) {
+        struct iovec local = {d, bytes};
+        struct iovec remote = {(void *)(uintptr_t)src, bytes};
+        ssize_t got = process_vm_readv(pid, &local, 1, &remote, 1, 0);
+        if (got <= 0)
+            return hcomm_error(HCOMM_ERR_TRANSPORT,
+                               "shm: reading %zu bytes from rank %d (pid %d) "
+                               "failed: %s",
+                               bytes, peer, (int)pid,
+                               got < 0 ? strerror(errno) : "nothing read");
+        d += got;
+        src += (uint64_t)got;
+        bytes -= (size_t)got;
+    }
+    return HCOMM_SUCCESS;
+}
+
+hcomm_status_t hcomm_shm_op_start(hcomm_shm_op_t *op, hcomm_shm_t *shm,
+                                  hcomm_shm_algo_t algo, hcomm_coll_t coll,
+                                  const void *sendbuf, void *recvbuf,
+                                  size_t count, size_t esize, int root,
+                                  hcomm_reduce_fn_t reduce,
+                                  hcomm_scale_fn_t scale) {
+    memset(op, 0, sizeof(*op));
+    op->shm = shm;
+    op->algo = algo;
+    op->coll = coll;
+    op->sendbuf = sendbuf;
+    op->recvbuf = recvbuf;
+    op->count = count;
+    op->esize = esize;
+    op->root = root;
+    op->reduce = reduce;
+    op->scale = scale;
+    op->waiting_for = -1;
+    if (algo == HCOMM_SHM_CMA) {
+        op->chunk = count;
+        op->rounds = count ? 1 : 0;
+        if (coll == HCOMM_COLL_ALLREDUCE &&
+            !(op->bounce = malloc(BOUNCE_BYTES)))
+            return hcomm_error(HCOMM_ERR_NO_MEMORY, "no memory for shm bounce");
+    } else {
+        op->chunk = shm->slot_bytes / esize;
+        op->rounds = (count + op->chunk - 1) / op->chunk;
+    }
+    op->first = shm->next_seq;
+    op->seq = op->first;
+    shm->next_seq += op->rounds;
+    return HCOMM_SUCCESS;
+}
+
+void hcomm_shm_op_finish(hcomm_shm_op_t *op) {
+    free(op->bounce);
+    op->bounce = NULL;
+}
+
+/* This round's elements: [offset, offset + n) of the call. */
+static size_t round_offset(const hcomm_shm_op_t *op) {
+    return op->round * op->chunk;
+}
+static size_t round_count(const hcomm_shm_op_t *op) {
+    size_t left = op->count - round_offset(op);
+    return left < op->chunk ? left : op->chunk;
+}
+
+/* Puts this rank's part of the round where peers will find it. */
+static void publish_input(hcomm_shm_op_t *op) {
+    hcomm_shm_t *shm = op->shm;
+    int p = (int)(op->seq & 1);
+    size_t off = round_offset(op) * op->esize, n = round_count(op) * op->esize;
+    if (op->algo == HCOMM_SHM_CMA) {
+        hcomm_shm_info_t *info = hcomm_shm_info(shm, shm->rank);
+        info->send_addr[p] = (uint64_t)(uintptr_t)op->sendbuf;
+        info->recv_addr[p] = (uint64_t)(uintptr_t)op->recvbuf;
+    } else if (op->coll != HCOMM_COLL_BCAST || shm->rank == op->root) {
+        memcpy(hcomm_shm_in(shm, shm->rank, p, n), op->sendbuf + off, n);
+    }
+    publish(op, SHM_ARRIVE);
+}
+
+/* Peers' lines come from other cores' caches one miss at a time unless
+ * asked for together: request them all before reading. */
+static void prefetch(const char *p, size_t bytes) {
+    for (size_t i = 0; i < bytes; i += HCOMM_SHM_LINE)
+        __builtin_prefetch(p + i);
+}
+
+/* One-shot: every rank reduces the whole round from every slot, in rank
+ * order, so all get bit-identical results. */
+static void oneshot_reduce(hcomm_shm_op_t *op) {
+    hcomm_shm_t *shm = op->shm;
+    int p = (int)(op->seq & 1);
+    size_t n = round_count(op), bytes = n * op->esize;
+    if (bytes > HCOMM_SHM_INLINE)
+        for (int r = 0; r < shm->size; r++)
+            if (r != shm->rank) prefetch(hcomm_shm_in(shm, r, p, bytes), bytes);
+    char *dst = op->recvbuf + round_offset(op) * op->esize;
+    op->reduce(dst, hcomm_shm_in(shm, 0, p, bytes),
+               hcomm_shm_in(shm, 1, p, bytes), n);
+    for (int r = 2; r < shm->size; r++)
+        op->reduce(dst, dst, hcomm_shm_in(shm, r, p, bytes), n);
+    if (op->scale) op->scale(dst, n, shm->size);
+}
+
+/* Two-shot, first half: this rank's block of the round into its result
+ * slot. */
+static void twoshot_reduce(hcomm_shm_op_t *op) {
+    hcomm_shm_t *shm = op->shm;
+    int p = (int)(op->seq & 1), me = shm->rank;
+    size_t n = round_count(op), bytes = n * op->esize;
+    size_t boff = hcomm_block_offset(n, shm->size, me) * op->esize;
+    size_t bn = hcomm_block_count(n, shm->size, me);
+    char *dst = hcomm_shm_res(shm, me, p);
+    op->reduce(dst, hcomm_shm_in(shm, 0, p, bytes) + boff,
+               hcomm_shm_in(shm, 1, p, bytes) + boff, bn);
+    for (int r = 2; r < shm->size; r++)
+        op->reduce(dst, dst, hcomm_shm_in(shm, r, p, bytes) + boff, bn);
+    if (op->scale) op->scale(dst, bn, shm->size);
+}
+
+/* Two-shot, second half: every block from its owner's result slot. */
+static void twoshot_gather(hcomm_shm_op_t *op) {
+    hcomm_shm_t *shm = op->shm;
+    int p = (int)(op->seq & 1);
+    size_t n = round_count(op);
+    char *dst = op->recvbuf + round_offset(op) * op->esize;
+    for (int r = 0; r < shm->size; r++)
+        memcpy(dst + hcomm_block_offset(n, shm->size, r) * op->esize,
+               hcomm_shm_res(shm, r, p),
+               hcomm_block_count(n, shm->size, r) * op->esize);
+}
+
+/* CMA allreduce, first half: this rank's block of the result, reading the
+ * peers' send buffers piece by piece into the bounce buffer. The block is
+ * accumulated in the receive buffer; with the in-place form that overwrites
+ * only this rank's block, which no peer reads. */
+static hcomm_status_t cma_reduce(hcomm_shm_op_t *op) {
+    hcomm_shm_t *shm = op->shm;
+    int p = (int)(op->seq & 1), me = shm->rank;
+    size_t es = op->esize, step = BOUNCE_BYTES / es;
+    size_t boff = hcomm_block_offset(op->count, shm->size, me);
+    size_t bn = hcomm_block_count(op->count, shm->size, me);
+    for (size_t done = 0; done < bn; done += step) {
+        size_t n = bn - done < step ? bn - done : step;
+        size_t off = (boff + done) * es;
+        char *dst = op->recvbuf + off;
+        const char *acc = op->sendbuf + off;
+        for (int r = 0; r < shm->size; r++) {
+            if (r == me) continue;
+            uint64_t src = hcomm_shm_info(shm, r)->send_addr[p] + off;
+            hcomm_status_t st = cma_read(op, r, op->bounce, src, n * es);
+            if (st != HCOMM_SUCCESS) return st;
+            op->reduce(dst, acc, op->bounce, n);
+            acc = dst;
+        }
+    }
+    if (op->scale) op->scale(op->recvbuf + boff * es, bn, shm->size);
+    return HCOMM_SUCCESS;
+}
+
+/* CMA allreduce, second half: the other blocks from their owners' receive
+ * buffers. */
+static hcomm_status_t cma_gather_blocks(hcomm_shm_op_t *op) {
+    hcomm_shm_t *shm = op->shm;
+    int p = (int)(op->seq & 1);
+    for (int r = 0; r < shm->size; r++) {
+        if (r == shm->rank) continue;
+        size_t off = hcomm_block_offset(op->count, shm->size, r) * op->esize;
+        size_t n = hcomm_block_count(op->count, shm->size, r) * op->esize;
+        hcomm_status_t st =
+            cma_read(op, r, op->recvbuf + off,
+                     hcomm_shm_info(shm, r)->recv_addr[p] + off, n);
+        if (st != HCOMM_SUCCESS) return st;
+    }
+    return HCOMM_SUCCESS;
+}
+
+/* Allgather: every rank's block of the round into place. */
+static hcomm_status_t allgather_copy(hcomm_shm_op_t *op) {
+    hcomm_shm_t *shm = op->shm;
+    int p = (int)(op->seq & 1);
+    size_t block = op->count * op->esize;
+    size_t off = round_offset(op) * op->esize, n = round_count(op) * op->esize;
+    for (int r = 0; r < shm->size; r++) {
+        char *dst = op->recvbuf + (size_t)r * block + off;
+        if (r == shm->rank) {
+            if (dst != op->sendbuf + off) memcpy(dst, op->sendbuf + off, n);
+        } else if (op->algo == HCOMM_SHM_CMA) {
+            hcomm_status_t st = cma_read(
+                op, r, dst, hcomm_shm_info(shm, r)->send_addr[p] + off, n);
+            if (st != HCOMM_SUCCESS) return st;
+        } else {
+            memcpy(dst, hcomm_shm_in(shm, r, p, n), n);
+        }
+    }
+    return HCOMM_SUCCESS;
+}
+
+/* Broadcast, non-root: the root's data of the round. */
+static hcomm_status_t bcast_copy(hcomm_shm_op_t *op) {
+    int p = (int)(op->seq & 1);
+    size_t off = round_offset(op) * op->esize, n = round_count(op) * op->esize;
+    if (op->algo == HCOMM_SHM_CMA)
+        return cma_read(op, op->root, op->recvbuf + off,
+                        hcomm_shm_info(op->shm, op->root)->send_addr[p] + off,
+                        n);
+    memcpy(op->recvbuf + off, hcomm_shm_in(op->shm, op->root, p, n), n);
+    return HCOMM_SUCCESS;
+}
+
+/* The work of a round once its inputs have arrived; returns the next phase
+ * (or an error through *st). */
+static int after_arrive(hcomm_shm_op_t *op, hcomm_status_t *st) {
+    int is_root = op->shm->rank == op->root;
+    switch (op->coll) {
+    case HCOMM_COLL_ALLREDUCE:
+        if (op->algo == HCOMM_SHM_ONESHOT) {
+            oneshot_reduce(op);
+            return -1;
+        }
+        if (op->algo == HCOMM_SHM_TWOSHOT)
+            twoshot_reduce(op);
+        else if ((*st = cma_reduce(op)) != HCOMM_SUCCESS)
+            return -1;
+        publish(op, SHM_REDUCED);
+        return PHASE_REDUCED;
+    case HCOMM_COLL_ALLGATHER:
+        *st = allgather_copy(op);
+        return -1;
+    default: /* broadcast */
+        if (!is_root) *st = bcast_copy(op);
+        return -1;
+    }
+}
+
+/* Whether this round's inputs are there: every peer's, or the root's. */
+static int inputs_arrived(hcomm_shm_op_t *op) {
+    if (op->coll == HCOMM_COLL_BCAST)
+        return op->shm->rank == op->root ||
+               reached(op, op->root, SHM_ARRIVE, op->seq);
+    return all_reached(op, SHM_ARRIVE, op->seq);
+}
+
+/* Whether this rank must stay until every peer has finished the round:
+ * CMA peers read its own buffers. */
+static int waits_for_readers(const hcomm_shm_op_t *op) {
+    if (op->algo != HCOMM_SHM_CMA) return 0;
+    return op->coll != HCOMM_COLL_BCAST || op->shm->rank == op->root;
+}
+
+hcomm_status_t hcomm_shm_op_progress(hcomm_shm_op_t *op) {
+    hcomm_shm_t *shm = op->shm;
+    hcomm_status_t st = HCOMM_SUCCESS;
+    for (;;) {
+        if (op->round == op->rounds) {
+            if (op->rounds) shm->completed = op->first + op->rounds - 1;
+            return HCOMM_SUCCESS;
+        }
+        switch (op->phase) {
+        case PHASE_TURN:
+            if (shm->completed + 1 != op->first) return HCOMM_ERR_IN_PROGRESS;
+            op->phase = PHASE_FREE;
+            /* fall through */
+        case PHASE_FREE:
+            if (op->seq > 2 && !all_reached(op, SHM_DONE, op->seq - 2))
+                return HCOMM_ERR_IN_PROGRESS;
+            publish_input(op);
+            op->phase = PHASE_ARRIVE;
+            /* fall through */
+        case PHASE_ARRIVE: {
+            if (!inputs_arrived(op)) return HCOMM_ERR_IN_PROGRESS;
+            int next = after_arrive(op, &st);
+            if (st != HCOMM_SUCCESS) return st;
+            if (next < 0) break;
+            op->phase = next;
+        }
+            /* fall through */
+        case PHASE_REDUCED:
+            if (!all_reached(op, SHM_REDUCED, op->seq))
+                return HCOMM_ERR_IN_PROGRESS;
+            if (op->algo == HCOMM_SHM_TWOSHOT)
+                twoshot_gather(op);
+            else if ((st = cma_gather_blocks(op)) != HCOMM_SUCCESS)
+                return st;
+            break;
+        case PHASE_DONE:
+            if (!all_reached(op, SHM_DONE, op->seq))
+                return HCOMM_ERR_IN_PROGRESS;
+            op->phase = PHASE_FREE;
+            op->round++;
+            op->seq++;
+            continue;
+        }
+        /* The round's reads are over. */
+        publish(op, SHM_DONE);
+        if (waits_for_readers(op)) {
+            op->phase = PHASE_DONE;
+            continue;
+        }
+        op->phase = PHASE_FREE;
+        op->round++;
+        op->seq++;
+    }
+}
+
+void hcomm_shm_op_describe(const hcomm_shm_op_t *op, char *out, size_t len) {
+    static const char *what[] = {"the previous call on this communicator",
+                                 "slots still read by", "data from",
+                                 "reduced blocks from", "the end of reads by"};
+    if (op->phase == PHASE_TURN)
+        snprintf(out, len, "shared memory: %s", what[0]);
+    else
+        snprintf(out, len, "shared memory, round %llu: %s rank %d",
+                 (unsigned long long)op->seq, what[op->phase], op->waiting_for);
+}
+
+/* Measured with hcomm_perf (README, "Choosing algorithms"): below these
+ * sizes staging through the slots beats a cross-memory read, whose system
+ * call and page pinning cost microseconds. */
+#define CMA_MIN_ALLREDUCE (256u << 10)
+#define CMA_MIN_BLOCK (64u << 10) /* allgather block, broadcast message */
+
+hcomm_shm_algo_t hcomm_shm_select(const hcomm_shm_t *shm, hcomm_coll_t coll,
+                                  size_t bytes) {
+    switch (coll) {
+    case HCOMM_COLL_ALLREDUCE:
+        if (bytes <= (size_t)hcomm_cfg_int(HCOMM_CFG_FAST_PATH_SMALL_MSG))
+            return HCOMM_SHM_ONESHOT;
+        return shm->cma && bytes >= CMA_MIN_ALLREDUCE ? HCOMM_SHM_CMA
+                                                      : HCOMM_SHM_TWOSHOT;
+    case HCOMM_COLL_ALLGATHER:
+    case HCOMM_COLL_BCAST:
+        return shm->cma && bytes >= CMA_MIN_BLOCK ? HCOMM_SHM_CMA
+                                                  : HCOMM_SHM_ONESHOT;
+    default:
+        return HCOMM_SHM_NONE;
+    }
+}

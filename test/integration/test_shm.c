@@ -1,0 +1,172 @@
+/* The shared-memory path end to end: the segment exists exactly when every
+ * rank is on one node, its name is gone from /dev/shm as soon as the
+ * communicator exists, and allreduce, allgather and broadcast give exact
+ * results with the node map as found and, on 4 ranks, as 1 node x 4 (direct
+ * algorithms) and 2 nodes x 2 (plans) through HCOMM_OVERRIDE_TOPO.
+ *
+ * test_shm PIDFILE [kill]: rank 0 writes its pid (which names the
+ * segment) to PIDFILE; with "kill" the last rank dies by SIGKILL after the
+ * first collective, so that shm_cleanup.sh can check that nothing is left. */
+#include "core/comm.h"
+#include "core/config.h"
+#include "mpi_check.h"
+#include "reference.h"
+
+#include <dirent.h>
+#include <mpi.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static int rank, nranks;
+
+static int has_shm(hcomm_comm_t comm) {
+    hcomm_comm_impl_t *c;
+    return hcomm_comm_lookup(comm, &c) == HCOMM_SUCCESS && c->shm != NULL;
+}
+
+/* Names in /dev/shm that a segment of this job would have. */
+static int leftover_segments(int pid0) {
+    char prefix[32];
+    snprintf(prefix, sizeof(prefix), "hcomm-%d-", pid0);
+    DIR *d = opendir("/dev/shm");
+    int n = 0;
+    if (!d) return 0;
+    for (struct dirent *e; (e = readdir(d));)
+        n += strncmp(e->d_name, prefix, strlen(prefix)) == 0;
+    closedir(d);
+    return n;
+}
+
+static void check_allreduce(hcomm_comm_t comm, const char *what) {
+    static const size_t counts[] = {1, 7, 14, 15, 1031, 5003, 70001};
+    for (int t = 0; t < HCOMM_DTYPE_COUNT; t++)
+        for (int op = 0; op < HCOMM_OP_COUNT; op++)
+            for (size_t c = 0; c < sizeof(counts) / sizeof(counts[0]); c++) {
+                size_t n = counts[c], es = hcomm_dtype_size(t);
+                if (n > 2000 && (t + op) % 3) continue; /* keep it quick */
+                int inplace = (int)((c + (size_t)op) % 2);
+                char *s = malloc(n * es), *r = malloc(n * es);
+                char *want = malloc(n * es);
+                ref_fill(t, op, rank, s, n);
+                for (size_t i = 0; i < n; i++)
+                    ref_expect(t, op, nranks, 0, i, want);
+                if (inplace) memcpy(r, s, n * es);
+                CHECK_OK(hcomm_allreduce(inplace ? r : s, r, n, t, op, comm));
+                CHECK(memcmp(r, want, n * es) == 0,
+                      "%s: allreduce %s %s count %zu %s wrong", what,
+                      ref_dtype_names[t], ref_op_names[op], n,
+                      inplace ? "in place" : "out of place");
+                free(s);
+                free(r);
+                free(want);
+            }
+}
+
+static unsigned char byte_of(int r, size_t i) {
+    return (unsigned char)(r * 37 + i * 11 + 3);
+}
+
+static void check_allgather_bcast(hcomm_comm_t comm, const char *what) {
+    static const size_t counts[] = {1, 3, 57, 1000, 70001, 300007};
+    for (size_t c = 0; c < sizeof(counts) / sizeof(counts[0]); c++) {
+        size_t n = counts[c];
+        unsigned char *all = malloc(n * (size_t)nranks), *mine = malloc(n);
+        for (int inplace = 0; inplace < 2; inplace++) {
+            memset(all, 0, n * (size_t)nranks);
+            unsigned char *src = inplace ? all + (size_t)rank * n : mine;
+            for (size_t i = 0; i < n; i++)
+                src[i] = byte_of(rank, i);
+            CHECK_OK(hcomm_allgather(src, all, n, HCOMM_UINT8, comm));
+            size_t bad = 0;
+            for (int q = 0; q < nranks; q++)
+                for (size_t i = 0; i < n; i++)
+                    bad += all[(size_t)q * n + i] != byte_of(q, i);
+            CHECK(bad == 0, "%s: allgather count %zu %s: %zu wrong", what, n,
+                  inplace ? "in place" : "out of place", bad);
+        }
+        for (int root = 0; root < nranks; root++) {
+            for (size_t i = 0; i < n; i++)
+                mine[i] = rank == root ? byte_of(root, i) : 0;
+            CHECK_OK(hcomm_broadcast(mine, n, HCOMM_UINT8, root, comm));
+            size_t bad = 0;
+            for (size_t i = 0; i < n; i++)
+                bad += mine[i] != byte_of(root, i);
+            CHECK(bad == 0, "%s: bcast count %zu root %d: %zu wrong", what, n,
+                  root, bad);
+        }
+        free(all);
+        free(mine);
+    }
+}
+
+static void check_all(hcomm_comm_t comm, const char *what) {
+    check_allreduce(comm, what);
+    check_allgather_bcast(comm, what);
+}
+
+/* 4 ranks through an override file: ranks_of_node0 on one node, the rest
+ * on another (or all on one). */
+static void check_override(const char *json, int want_shm, const char *what) {
+    char path[64];
+    snprintf(path, sizeof(path), "/tmp/hcomm_test_shm_%d.json", (int)getpid());
+    FILE *f = fopen(path, "w");
+    CHECK(f != NULL, "cannot write %s", path);
+    if (!f) return;
+    fputs(json, f);
+    fclose(f);
+    CHECK_OK(hcomm_config_set("HCOMM_OVERRIDE_TOPO", path));
+    hcomm_comm_t comm = HCOMM_COMM_NULL;
+    CHECK_OK(hcomm_comm_create(MPI_COMM_WORLD, &comm));
+    CHECK(has_shm(comm) == want_shm, "%s: shared segment %s", what,
+          want_shm ? "missing" : "present across nodes");
+    check_all(comm, what);
+    CHECK_OK(hcomm_comm_free(&comm));
+    CHECK_OK(hcomm_config_set("HCOMM_OVERRIDE_TOPO", ""));
+    remove(path);
+}
+
+int main(int argc, char **argv) {
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &nranks);
+    check_rank = rank;
+    int pid0 = (int)getpid();
+    MPI_Bcast(&pid0, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    if (rank == 0 && argc > 1) {
+        FILE *f = fopen(argv[1], "w");
+        if (f) {
+            fprintf(f, "%d\n", pid0);
+            fclose(f);
+        }
+    }
+    CHECK_OK(hcomm_init(&argc, &argv));
+    hcomm_comm_t world = HCOMM_COMM_NULL;
+    CHECK_OK(hcomm_comm_create(MPI_COMM_WORLD, &world));
+    CHECK(has_shm(world) == (nranks > 1), "world: shared segment %s",
+          nranks > 1 ? "missing" : "made for one rank");
+    MPI_Barrier(MPI_COMM_WORLD);
+    CHECK(leftover_segments(pid0) == 0, "a segment name is left in /dev/shm");
+    if (argc > 2 && strcmp(argv[2], "kill") == 0) {
+        int one = 1, sum = 0;
+        CHECK_OK(hcomm_allreduce(&one, &sum, 1, HCOMM_INT32, HCOMM_SUM, world));
+        if (rank == nranks - 1) raise(SIGKILL);
+        /* The others block until mpirun tears the job down. */
+        hcomm_barrier(world);
+    }
+    check_all(world, "world");
+    if (nranks == 4) {
+        check_override("{\"nodes\": [{\"ranks\": [0, 1, 2, 3]}]}", 1,
+                       "1 node x 4");
+        check_override("{\"nodes\": [{\"ranks\": [0, 1]}, "
+                       "{\"ranks\": [2, 3]}]}",
+                       0, "2 nodes x 2");
+    }
+    CHECK_OK(hcomm_comm_free(&world));
+    CHECK_OK(hcomm_finalize());
+    int rc = check_summary("test_shm");
+    MPI_Finalize();
+    return rc;
+}

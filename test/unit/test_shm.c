@@ -1,0 +1,288 @@
+/* The direct shared-memory algorithms, with ranks as threads of one process
+ * over one zeroed segment (cross-memory reads of the own pid work like a
+ * peer's). Each rank thread runs the same long sequence of calls, never
+ * synchronising outside the algorithms, so the flags alone must keep rounds
+ * apart: every dtype x op, one-shot, two-shot and CMA, counts from 1 to past
+ * many slots, in place and not, every broadcast root, and two non-blocking
+ * calls driven in reverse order. Results are compared element by element
+ * with a reference reduced here in rank order (inputs are small integers,
+ * so every order gives the same exact value). */
+#include "shm_tp/shm.h"
+
+#include <pthread.h>
+#include <sched.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#define MAXP 8
+#define SLOT 192 /* bytes: a 1009-element call takes many rounds */
+
+static const size_t counts[] = {1, 2, 3, 5, 7, 8, 9, 61, 1009, 4099};
+#define NCOUNTS (sizeof(counts) / sizeof(counts[0]))
+
+typedef struct {
+    int rank, size;
+    hcomm_shm_t *shm;
+    int failures;
+    char first_failure[256];
+} rank_t;
+
+/* Small integers: sums of 8 ranks and products of 2s stay exact in every
+ * type, float16 and bfloat16 included. */
+static double input(int r, size_t i, hcomm_op_t op) {
+    if (op == HCOMM_PROD) return 1 + (double)((r + 3 * i) % 2);
+    return (double)((r + 3 * i) % 5) - (op == HCOMM_MIN ? 2 : 0);
+}
+
+static void fill(void *buf, hcomm_dtype_t dt, size_t n, int r, hcomm_op_t op) {
+    for (size_t i = 0; i < n; i++) {
+        double v = input(r, i, op);
+        switch (dt) {
+        case HCOMM_INT8:
+            ((int8_t *)buf)[i] = (int8_t)v;
+            break;
+        case HCOMM_UINT8:
+            ((uint8_t *)buf)[i] = (uint8_t)(v < 0 ? 0 : v);
+            break;
+        case HCOMM_INT32:
+            ((int32_t *)buf)[i] = (int32_t)v;
+            break;
+        case HCOMM_UINT32:
+            ((uint32_t *)buf)[i] = (uint32_t)(v < 0 ? 0 : v);
+            break;
+        case HCOMM_INT64:
+            ((int64_t *)buf)[i] = (int64_t)v;
+            break;
+        case HCOMM_UINT64:
+            ((uint64_t *)buf)[i] = (uint64_t)(v < 0 ? 0 : v);
+            break;
+        case HCOMM_FLOAT16:
+            ((uint16_t *)buf)[i] = hcomm_float_to_half((float)v);
+            break;
+        case HCOMM_BFLOAT16:
+            ((uint16_t *)buf)[i] = hcomm_float_to_bf16((float)v);
+            break;
+        case HCOMM_FLOAT32:
+            ((float *)buf)[i] = (float)v;
+            break;
+        case HCOMM_FLOAT64:
+            ((double *)buf)[i] = v;
+            break;
+        default:
+            break;
+        }
+    }
+}
+
+static void note_failure(rank_t *rk, const char *fmt, ...) {
+    if (rk->failures++) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(rk->first_failure, sizeof(rk->first_failure), fmt, ap);
+    va_end(ap);
+}
+
+/* Drives one or two calls to completion, the second first. */
+static hcomm_status_t drive(hcomm_shm_op_t *a, hcomm_shm_op_t *b) {
+    hcomm_status_t sa = HCOMM_ERR_IN_PROGRESS, sb = b ? sa : HCOMM_SUCCESS;
+    for (long polls = 0;
+         sa == HCOMM_ERR_IN_PROGRESS || sb == HCOMM_ERR_IN_PROGRESS; polls++) {
+        if (sb == HCOMM_ERR_IN_PROGRESS) sb = hcomm_shm_op_progress(b);
+        if (sa == HCOMM_ERR_IN_PROGRESS) sa = hcomm_shm_op_progress(a);
+        if (polls > 200000000L) return HCOMM_ERR_TIMEOUT;
+        sched_yield();
+    }
+    return sa != HCOMM_SUCCESS ? sa : sb;
+}
+
+static const char *algo_name(hcomm_shm_algo_t a) {
+    return a == HCOMM_SHM_ONESHOT   ? "oneshot"
+           : a == HCOMM_SHM_TWOSHOT ? "twoshot"
+                                    : "cma";
+}
+
+/* One allreduce (or two at once, when pair is set), checked. */
+static void allreduce_case(rank_t *rk, hcomm_shm_algo_t algo, hcomm_dtype_t dt,
+                           hcomm_op_t op, size_t n, int inplace, int pair) {
+    size_t es = hcomm_dtype_size(dt);
+    char *send = malloc(n * es), *recv = malloc(n * es);
+    char *want = malloc(n * es), *peer = malloc(n * es);
+    char *recv2 = malloc(n * es);
+    fill(send, dt, n, rk->rank, op);
+    hcomm_reduce_fn_t fn = hcomm_kernel_reduce(dt, op);
+    hcomm_scale_fn_t sc = op == HCOMM_AVG ? hcomm_kernel_scale(dt) : NULL;
+    fill(want, dt, n, 0, op);
+    for (int r = 1; r < rk->size; r++) {
+        fill(peer, dt, n, r, op);
+        fn(want, want, peer, n);
+    }
+    if (sc) sc(want, n, rk->size);
+    if (inplace) memcpy(recv, send, n * es);
+    memset(recv2, 0x5a, n * es);
+    hcomm_shm_op_t a, b;
+    hcomm_status_t st =
+        hcomm_shm_op_start(&a, rk->shm, algo, HCOMM_COLL_ALLREDUCE,
+                           inplace ? recv : send, recv, n, es, 0, fn, sc);
+    if (st == HCOMM_SUCCESS && pair)
+        st = hcomm_shm_op_start(&b, rk->shm, algo, HCOMM_COLL_ALLREDUCE, send,
+                                recv2, n, es, 0, fn, sc);
+    if (st == HCOMM_SUCCESS) st = drive(&a, pair ? &b : NULL);
+    hcomm_shm_op_finish(&a);
+    if (pair) hcomm_shm_op_finish(&b);
+    if (st != HCOMM_SUCCESS)
+        note_failure(rk, "allreduce %s failed: %s", algo_name(algo),
+                     hcomm_strerror(st));
+    else if (memcmp(recv, want, n * es) ||
+             (pair && memcmp(recv2, want, n * es)))
+        note_failure(
+            rk,
+            "allreduce %s dtype %d op %d count %zu inplace %d pair %d: "
+            "wrong result on rank %d of %d",
+            algo_name(algo), (int)dt, (int)op, n, inplace, pair, rk->rank,
+            rk->size);
+    free(send);
+    free(recv);
+    free(want);
+    free(peer);
+    free(recv2);
+}
+
+static unsigned char byte_of(int r, size_t i) {
+    return (unsigned char)(r * 31 + i * 7 + 1);
+}
+
+static void allgather_case(rank_t *rk, hcomm_shm_algo_t algo, size_t n,
+                           int inplace) {
+    int P = rk->size;
+    unsigned char *recv = malloc(n * (size_t)P), *send = malloc(n);
+    memset(recv, 0, n * (size_t)P);
+    unsigned char *mine = inplace ? recv + (size_t)rk->rank * n : send;
+    for (size_t i = 0; i < n; i++)
+        mine[i] = byte_of(rk->rank, i);
+    hcomm_shm_op_t op;
+    hcomm_status_t st =
+        hcomm_shm_op_start(&op, rk->shm, algo, HCOMM_COLL_ALLGATHER, mine, recv,
+                           n, 1, 0, NULL, NULL);
+    if (st == HCOMM_SUCCESS) st = drive(&op, NULL);
+    hcomm_shm_op_finish(&op);
+    for (int r = 0; r < P && st == HCOMM_SUCCESS; r++)
+        for (size_t i = 0; i < n; i++)
+            if (recv[(size_t)r * n + i] != byte_of(r, i)) {
+                note_failure(
+                    rk,
+                    "allgather %s count %zu inplace %d: rank %d block %d "
+                    "element %zu wrong",
+                    algo_name(algo), n, inplace, rk->rank, r, i);
+                r = P;
+                break;
+            }
+    if (st != HCOMM_SUCCESS)
+        note_failure(rk, "allgather failed: %s", hcomm_strerror(st));
+    free(recv);
+    free(send);
+}
+
+static void bcast_case(rank_t *rk, hcomm_shm_algo_t algo, size_t n, int root) {
+    unsigned char *buf = malloc(n);
+    for (size_t i = 0; i < n; i++)
+        buf[i] = rk->rank == root ? byte_of(root, i) : 0;
+    hcomm_shm_op_t op;
+    hcomm_status_t st = hcomm_shm_op_start(&op, rk->shm, algo, HCOMM_COLL_BCAST,
+                                           buf, buf, n, 1, root, NULL, NULL);
+    if (st == HCOMM_SUCCESS) st = drive(&op, NULL);
+    hcomm_shm_op_finish(&op);
+    if (st != HCOMM_SUCCESS)
+        note_failure(rk, "bcast failed: %s", hcomm_strerror(st));
+    for (size_t i = 0; i < n && st == HCOMM_SUCCESS; i++)
+        if (buf[i] != byte_of(root, i)) {
+            note_failure(
+                rk, "bcast %s count %zu root %d: rank %d element %zu wrong",
+                algo_name(algo), n, root, rk->rank, i);
+            break;
+        }
+    free(buf);
+}
+
+static void *rank_main(void *arg) {
+    rank_t *rk = arg;
+    static const hcomm_shm_algo_t algos[] = {HCOMM_SHM_ONESHOT,
+                                             HCOMM_SHM_TWOSHOT, HCOMM_SHM_CMA};
+    for (int a = 0; a < 3; a++)
+        for (size_t c = 0; c < NCOUNTS; c++) {
+            for (int dt = 0; dt < HCOMM_DTYPE_COUNT; dt++)
+                for (int op = 0; op < HCOMM_OP_COUNT; op++)
+                    allreduce_case(rk, algos[a], (hcomm_dtype_t)dt,
+                                   (hcomm_op_t)op, counts[c],
+                                   (int)((c + (size_t)op) % 2), 0);
+            allreduce_case(rk, algos[a], HCOMM_INT32, HCOMM_SUM, counts[c], 0,
+                           1);
+            if (algos[a] == HCOMM_SHM_TWOSHOT) continue;
+            allgather_case(rk, algos[a], counts[c], 0);
+            allgather_case(rk, algos[a], counts[c], 1);
+            for (int root = 0; root < rk->size; root++)
+                bcast_case(rk, algos[a], counts[c], root);
+        }
+    return NULL;
+}
+
+static void run_ranks(int P) {
+    size_t bytes = hcomm_shm_segment_bytes(P, SLOT);
+    void *base = aligned_alloc(4096, bytes);
+    assert_non_null(base);
+    memset(base, 0, bytes);
+    rank_t rk[MAXP];
+    pthread_t th[MAXP];
+    for (int r = 0; r < P; r++) {
+        rk[r] = (rank_t){.rank = r, .size = P};
+        assert_int_equal(
+            hcomm_shm_attach(base, bytes, r, P, SLOT, 1, &rk[r].shm),
+            HCOMM_SUCCESS);
+    }
+    for (int r = 0; r < P; r++)
+        assert_int_equal(pthread_create(&th[r], NULL, rank_main, &rk[r]), 0);
+    for (int r = 0; r < P; r++)
+        pthread_join(th[r], NULL);
+    for (int r = 0; r < P; r++) {
+        if (rk[r].failures)
+            fail_msg("P=%d rank %d: %d failures, first: %s", P, r,
+                     rk[r].failures, rk[r].first_failure);
+        hcomm_shm_destroy(rk[r].shm);
+    }
+    free(base);
+}
+
+static void test_2_ranks(void **state) {
+    (void)state;
+    run_ranks(2);
+}
+static void test_3_ranks(void **state) {
+    (void)state;
+    run_ranks(3);
+}
+static void test_4_ranks(void **state) {
+    (void)state;
+    run_ranks(4);
+}
+static void test_5_ranks(void **state) {
+    (void)state;
+    run_ranks(5);
+}
+static void test_8_ranks(void **state) {
+    (void)state;
+    run_ranks(8);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_2_ranks), cmocka_unit_test(test_3_ranks),
+        cmocka_unit_test(test_4_ranks), cmocka_unit_test(test_5_ranks),
+        cmocka_unit_test(test_8_ranks)};
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
