@@ -9,6 +9,7 @@
 #include "core/config.h"
 #include "hcomm.h"
 #include "topo/topo.h"
+#include "shm_tp/shm.h"
 #include "ucx_tp/ucx_tp.h"
 
 #include <mpi.h>
@@ -18,10 +19,10 @@
 
 #ifdef HAVE_UCX
 #define HAS_UCX "yes"
-#define TRANSPORTS "ucx, mpi"
+#define TRANSPORTS "ucx, mpi, shm"
 #else
 #define HAS_UCX "no"
-#define TRANSPORTS "mpi"
+#define TRANSPORTS "mpi, shm"
 #endif
 #ifdef HAVE_HWLOC
 #define HAS_HWLOC "yes"
@@ -139,6 +140,14 @@ static int run_with_mpi(int *argc, char ***argv) {
     printf("transports in use: MPI_COMM_WORLD on %s (UCX %s on rank 0)\n",
            impl->tp->ops->name,
            hcomm_ucx_available() ? "initialised" : "not initialised");
+    if (impl->shm)
+        printf("shared memory: %zu bytes for %d ranks, cross-memory reads "
+               "%s\n",
+               impl->shm->bytes, impl->shm->size,
+               impl->shm->cma ? "on" : "off");
+    else
+        printf("shared memory: off (one rank, several nodes, or "
+               "HCOMM_SHM_SLOT_SIZE=0)\n");
     printf("configuration:\n");
     hcomm_config_print_values(stdout);
     print_topology(hcomm_comm_topology(comm), all);
