@@ -71,7 +71,8 @@ static const cfg_entry_t table[HCOMM_CFG_COUNT] = {
      "slots per rank); 0 turns the shared-memory path off."},
     {"HCOMM_FAST_PATH_SMALL_MSG", CFG_SIZE, "16K", NULL,
      "Largest allreduce, in bytes, that every rank reduces whole from the "
-     "shared segment (one-shot); 0 turns that path off."},
+     "shared segment (one-shot), with 2 ranks; with n, this divided by "
+     "n - 1 (each rank reads n - 1 copies). 0 turns that path off."},
 };
 
 typedef struct {

@@ -371,20 +371,25 @@ void hcomm_shm_op_describe(const hcomm_shm_op_t *op, char *out, size_t len) {
                  (unsigned long long)op->seq, what[op->phase], op->waiting_for);
 }
 
-/* Measured with hcomm_perf (README, "Choosing algorithms"): below these
- * sizes staging through the slots beats a cross-memory read, whose system
- * call and page pinning cost microseconds. */
-#define CMA_MIN_ALLREDUCE (256u << 10)
-#define CMA_MIN_BLOCK (64u << 10) /* allgather block, broadcast message */
+/* Measured with hcomm_perf (README, "Shared memory"), 2 and 8 ranks: one-shot
+ * makes every rank read size - 1 copies, so its limit shrinks with the rank
+ * count; below the CMA limit, staging through the slots beats cross-memory
+ * reads, whose system calls (size - 1 per rank) and page pinning cost
+ * microseconds. */
+#define CMA_MIN_ALLREDUCE (128u << 10) /* per rank */
+#define CMA_MIN_BLOCK (64u << 10)      /* allgather block, broadcast message */
 
 hcomm_shm_algo_t hcomm_shm_select(const hcomm_shm_t *shm, hcomm_coll_t coll,
                                   size_t bytes) {
+    size_t peers = (size_t)shm->size - 1;
     switch (coll) {
     case HCOMM_COLL_ALLREDUCE:
-        if (bytes <= (size_t)hcomm_cfg_int(HCOMM_CFG_FAST_PATH_SMALL_MSG))
+        if (bytes * peers <=
+            (size_t)hcomm_cfg_int(HCOMM_CFG_FAST_PATH_SMALL_MSG))
             return HCOMM_SHM_ONESHOT;
-        return shm->cma && bytes >= CMA_MIN_ALLREDUCE ? HCOMM_SHM_CMA
-                                                      : HCOMM_SHM_TWOSHOT;
+        return shm->cma && bytes >= CMA_MIN_ALLREDUCE * (size_t)shm->size
+                   ? HCOMM_SHM_CMA
+                   : HCOMM_SHM_TWOSHOT;
     case HCOMM_COLL_ALLGATHER:
     case HCOMM_COLL_BCAST:
         return shm->cma && bytes >= CMA_MIN_BLOCK ? HCOMM_SHM_CMA
