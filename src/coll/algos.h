@@ -38,6 +38,11 @@ static inline int hcomm_fold_real(const hcomm_fold_t *f, int v) {
 
 hcomm_status_t hcomm_allreduce_ring(const hcomm_plan_args_t *args,
                                     hcomm_plan_t *plan);
+/* hierarchical.c: by nodes (args->node_of). */
+hcomm_status_t hcomm_allreduce_hierarchical(const hcomm_plan_args_t *args,
+                                            hcomm_plan_t *plan);
+hcomm_status_t hcomm_bcast_hierarchical(const hcomm_plan_args_t *args,
+                                        hcomm_plan_t *plan);
 hcomm_status_t hcomm_allreduce_recursive_doubling(const hcomm_plan_args_t *args,
                                                   hcomm_plan_t *plan);
 hcomm_status_t hcomm_allreduce_rabenseifner(const hcomm_plan_args_t *args,

@@ -5,6 +5,7 @@
 #include "core/log.h"
 #include "core/request.h"
 #include "kernels/reduce.h"
+#include "topo/topo.h"
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -164,7 +165,10 @@ static hcomm_status_t run(const call_t *k, hcomm_comm_t comm,
             hcomm_shm_select(c->shm, k->coll, k->count * esize);
         if (direct != HCOMM_SHM_NONE) return run_direct(k, c, direct, out);
     }
-    const hcomm_algo_t *algo = hcomm_select(k->coll, k->count * esize, c->size);
+    /* Algorithms see the node map unless HCOMM_ENABLE_TOPOLOGY_AWARE=0. */
+    const int *node_of = c->topo->aware ? c->topo->map.node_of : NULL;
+    const hcomm_algo_t *algo = hcomm_select(k->coll, k->count * esize, c->size,
+                                            node_of ? c->topo->map.nnodes : 1);
     if (!algo)
         return hcomm_error(HCOMM_ERR_UNSUPPORTED, "%s is not implemented yet",
                            hcomm_coll_name(k->coll));
@@ -177,7 +181,8 @@ static hcomm_status_t run(const call_t *k, hcomm_comm_t comm,
                             .inplace = inplace,
                             .scale = reduces(k->coll) && k->op == HCOMM_AVG,
                             .chunk_bytes =
-                                (size_t)hcomm_cfg_int(HCOMM_CFG_CHUNK_SIZE)};
+                                (size_t)hcomm_cfg_int(HCOMM_CFG_CHUNK_SIZE),
+                            .node_of = node_of};
     const hcomm_plan_t *plan;
     if ((st = hcomm_comm_plan_get(c, algo, &pa, &plan)) != HCOMM_SUCCESS)
         return st;

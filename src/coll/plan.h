@@ -75,6 +75,9 @@ typedef struct {
     int inplace;        /* send and receive buffer are the same */
     int scale;          /* HCOMM_AVG: the plan divides by size at the end */
     size_t chunk_bytes; /* pipelining granularity */
+    /* [size]: the node of each rank, nodes numbered by their lowest rank
+     * (topo.h); NULL: one node. Only hierarchical algorithms read it. */
+    const int *node_of;
 } hcomm_plan_args_t;
 
 typedef struct hcomm_plan {

@@ -100,13 +100,18 @@ static const hcomm_algo_t *by_name(hcomm_coll_t coll, const char *name) {
  * gather and scatter. Small messages are latency bound: fewest rounds
  * (recursive, Bruck, trees). Large ones are bandwidth bound: rings and
  * pairwise exchanges that move each byte the fewest times. */
-const hcomm_algo_t *hcomm_select(hcomm_coll_t coll, size_t bytes, int size) {
+const hcomm_algo_t *hcomm_select(hcomm_coll_t coll, size_t bytes, int size,
+                                 int nnodes) {
     size_t total = bytes * (size_t)size;
     const char *name = NULL;
     if (forced[coll]) return forced[coll];
     switch (coll) {
     case HCOMM_COLL_ALLREDUCE:
-        if (bytes <= 8192 || size == 1)
+        /* Several nodes: past the latency-bound sizes, cross between nodes
+         * once per node. */
+        if (nnodes > 1 && bytes > 8192)
+            name = "hierarchical";
+        else if (bytes <= 8192 || size == 1)
             name = "recursive_doubling";
         else if (bytes <= (512u << 10) && size > 2)
             name = "rabenseifner";
@@ -120,8 +125,11 @@ const hcomm_algo_t *hcomm_select(hcomm_coll_t coll, size_t bytes, int size) {
         name = total <= (64u << 10) && size > 2 ? "recursive_halving" : "ring";
         break;
     case HCOMM_COLL_BCAST:
-        name = bytes <= (256u << 10) || size <= 2 ? "binomial"
-                                                  : "scatter_allgather";
+        if (nnodes > 1)
+            name = "hierarchical";
+        else
+            name = bytes <= (256u << 10) || size <= 2 ? "binomial"
+                                                      : "scatter_allgather";
         break;
     case HCOMM_COLL_REDUCE:
         /* Even for two ranks: each reduces half, the root receives half. */

@@ -11,6 +11,7 @@ hcomm_status_t hcomm_select_configure(const char *spec);
 /* Whether HCOMM_ALGO names an algorithm for coll (then no direct path). */
 int hcomm_select_is_forced(hcomm_coll_t coll);
 /* NULL when nothing implements coll. */
-const hcomm_algo_t *hcomm_select(hcomm_coll_t coll, size_t bytes, int size);
+const hcomm_algo_t *hcomm_select(hcomm_coll_t coll, size_t bytes, int size,
+                                 int nnodes);
 
 #endif

@@ -19,8 +19,10 @@ typedef struct lb_msg {
 
 typedef struct {
     int n;
-    lb_msg_t **sends; /* per destination, in posting order */
-    lb_msg_t **recvs; /* per destination, in posting order */
+    const int *node_of;  /* NULL: one node */
+    uint64_t cross_node; /* bytes sent between nodes */
+    lb_msg_t **sends;    /* per destination, in posting order */
+    lb_msg_t **recvs;    /* per destination, in posting order */
     unsigned long events;
     char err[256];
 } lb_world_t;
@@ -92,6 +94,8 @@ static hcomm_status_t post(hcomm_tp_t *tp, int peer, void *buf, size_t bytes,
                     .req = req};
     req->done = 0;
     w->events++;
+    if (is_send && w->node_of && w->node_of[tp->rank] != w->node_of[peer])
+        w->cross_node += bytes;
     /* A send completes only when its receive is posted: no buffering, so
      * a plan that needs buffering to make progress deadlocks here. */
     lb_msg_t *other = is_send ? take(&w->recvs[m->dst], m->src, tag)
@@ -192,7 +196,8 @@ static hcomm_status_t build_all(verify_state_t *v, const hcomm_verify_args_t *a,
                                 .esize = esize,
                                 .inplace = a->inplace,
                                 .scale = a->op == HCOMM_AVG,
-                                .chunk_bytes = a->chunk_bytes};
+                                .chunk_bytes = a->chunk_bytes,
+                                .node_of = a->node_of};
         hcomm_plan_init(&v->plans[r]);
         hcomm_status_t st = algo->build(&pa, &v->plans[r]);
         if (st != HCOMM_SUCCESS) {
@@ -286,6 +291,7 @@ hcomm_status_t hcomm_verify_run(const hcomm_verify_args_t *a, char *err,
     hcomm_status_t st = HCOMM_ERR_NO_MEMORY;
     err[0] = '\0';
     v.world.n = n;
+    v.world.node_of = a->node_of;
     v.world.sends = calloc((size_t)n, sizeof(lb_msg_t *));
     v.world.recvs = calloc((size_t)n, sizeof(lb_msg_t *));
     v.ranks = calloc((size_t)n, sizeof(*v.ranks));
@@ -309,6 +315,7 @@ hcomm_status_t hcomm_verify_run(const hcomm_verify_args_t *a, char *err,
     }
     st = build_all(&v, a, err, errlen);
     if (st == HCOMM_SUCCESS) st = run_all(&v, n, err, errlen);
+    if (a->cross_node_bytes) *a->cross_node_bytes = v.world.cross_node;
     for (int r = 0; st == HCOMM_SUCCESS && r < n; r++) {
         size_t send_bytes =
             esize * hcomm_coll_send_count(rank_algo(a, r)->coll, n, r,

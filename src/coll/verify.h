@@ -27,6 +27,11 @@ typedef struct {
      * differ between ranks, such as a send on one and a recv on another. */
     const hcomm_algo_t *const *rank_algos;
     const int *rank_roots;
+    /* Optional: the node of each rank (plan.h), for hierarchical plans;
+     * when set, bytes sent between ranks of different nodes are added up
+     * in cross_node_bytes (if not NULL). */
+    const int *node_of;
+    uint64_t *cross_node_bytes;
 } hcomm_verify_args_t;
 
 /* Runs to completion. On failure returns an error and writes why to err

@@ -19,8 +19,8 @@
  * so that calls HCOMM cannot run yet cost no setup. */
 static int implemented(hcomm_coll_t coll, int count, hcomm_dtype_t dtype,
                        int size) {
-    return hcomm_select(coll, (size_t)count * hcomm_dtype_size(dtype), size) !=
-           NULL;
+    return hcomm_select(coll, (size_t)count * hcomm_dtype_size(dtype), size,
+                        1) != NULL;
 }
 
 /* After HCOMM ran: 1 and *rc, or 0 where nothing was sent and MPI should

@@ -253,7 +253,8 @@ hcomm_status_t hcomm_comm_size(hcomm_comm_t comm, int *size) {
 static int same_args(const hcomm_plan_args_t *a, const hcomm_plan_args_t *b) {
     return a->coll == b->coll && a->root == b->root && a->count == b->count &&
            a->esize == b->esize && a->inplace == b->inplace &&
-           a->scale == b->scale && a->chunk_bytes == b->chunk_bytes;
+           a->scale == b->scale && a->chunk_bytes == b->chunk_bytes &&
+           a->node_of == b->node_of;
 }
 
 hcomm_status_t hcomm_comm_plan_get(hcomm_comm_impl_t *c,

@@ -114,10 +114,11 @@ static void test_algo_spec(void **state) {
     (void)state;
     assert_int_equal(hcomm_select_configure(""), HCOMM_SUCCESS);
     assert_int_equal(hcomm_select_configure("ring"), HCOMM_SUCCESS);
-    assert_string_equal(hcomm_select(HCOMM_COLL_ALLREDUCE, 8, 4)->name, "ring");
+    assert_string_equal(hcomm_select(HCOMM_COLL_ALLREDUCE, 8, 4, 1)->name,
+                        "ring");
     assert_int_equal(hcomm_select_configure("allreduce=rabenseifner"),
                      HCOMM_SUCCESS);
-    assert_string_equal(hcomm_select(HCOMM_COLL_ALLREDUCE, 8, 4)->name,
+    assert_string_equal(hcomm_select(HCOMM_COLL_ALLREDUCE, 8, 4, 1)->name,
                         "rabenseifner");
     assert_int_equal(hcomm_select_configure("allreduce=fastest"),
                      HCOMM_ERR_INVALID_ARG);
@@ -127,13 +128,21 @@ static void test_algo_spec(void **state) {
                      HCOMM_ERR_INVALID_ARG);
     assert_int_equal(hcomm_select_configure("warp"), HCOMM_ERR_INVALID_ARG);
     /* A failed parse keeps the previous choice. */
-    assert_string_equal(hcomm_select(HCOMM_COLL_ALLREDUCE, 8, 4)->name,
+    assert_string_equal(hcomm_select(HCOMM_COLL_ALLREDUCE, 8, 4, 1)->name,
                         "rabenseifner");
     assert_int_equal(hcomm_select_configure(""), HCOMM_SUCCESS);
-    assert_string_equal(hcomm_select(HCOMM_COLL_ALLREDUCE, 8, 4)->name,
+    assert_string_equal(hcomm_select(HCOMM_COLL_ALLREDUCE, 8, 4, 1)->name,
                         "recursive_doubling");
-    assert_string_equal(hcomm_select(HCOMM_COLL_ALLREDUCE, 64 << 20, 4)->name,
-                        "ring");
+    assert_string_equal(
+        hcomm_select(HCOMM_COLL_ALLREDUCE, 64 << 20, 4, 1)->name, "ring");
+    /* Several nodes: hierarchical past the small sizes. */
+    assert_string_equal(
+        hcomm_select(HCOMM_COLL_ALLREDUCE, 64 << 20, 4, 2)->name,
+        "hierarchical");
+    assert_string_equal(hcomm_select(HCOMM_COLL_ALLREDUCE, 8, 4, 2)->name,
+                        "recursive_doubling");
+    assert_string_equal(hcomm_select(HCOMM_COLL_BCAST, 8, 4, 2)->name,
+                        "hierarchical");
 }
 
 static void test_pool_budget(void **state) {

@@ -25,6 +25,10 @@ static int32_t value(int r, size_t i) {
  * ranks x 4 MiB on every run would dominate the test's time. */
 static int32_t *send[100], *recv[100], *want;
 static size_t capacity;
+/* The node map the next runs give hierarchical plans (NULL: one node), and
+ * where the verifier adds up the bytes that cross between nodes. */
+static const int *node_of;
+static uint64_t cross_node;
 
 static void reserve(size_t count) {
     if (count + 1 <= capacity) return;
@@ -64,7 +68,9 @@ static void check_allreduce(const hcomm_algo_t *algo, int n, size_t count,
                              .chunk_bytes = chunk_bytes,
                              .seed = seed,
                              .sendbufs = (void **)(inplace ? recv : send),
-                             .recvbufs = (void **)recv};
+                             .recvbufs = (void **)recv,
+                             .node_of = node_of,
+                             .cross_node_bytes = &cross_node};
     char err[512];
     hcomm_status_t st = hcomm_verify_run(&a, err, sizeof(err));
     if (st != HCOMM_SUCCESS)
@@ -113,6 +119,128 @@ static void test_recursive_doubling(void **state) {
 static void test_rabenseifner(void **state) {
     (void)state;
     allreduce_matrix("rabenseifner");
+}
+
+static void test_hierarchical(void **state) {
+    (void)state;
+    allreduce_matrix("hierarchical");
+}
+
+/* A broadcast from root, checked on every rank. */
+static void check_bcast(const hcomm_algo_t *algo, int n, int root, size_t count,
+                        size_t chunk_bytes, uint32_t seed) {
+    reserve(count);
+    for (int r = 0; r < n; r++)
+        for (size_t i = 0; i < count; i++)
+            recv[r][i] = r == root ? value(root, i) : -7;
+    hcomm_verify_args_t a = {.algo = algo,
+                             .size = n,
+                             .root = root,
+                             .count = count,
+                             .dtype = HCOMM_INT32,
+                             .op = HCOMM_SUM,
+                             .inplace = 1,
+                             .chunk_bytes = chunk_bytes,
+                             .seed = seed,
+                             .sendbufs = (void **)recv,
+                             .recvbufs = (void **)recv,
+                             .node_of = node_of};
+    char err[512];
+    if (hcomm_verify_run(&a, err, sizeof(err)) != HCOMM_SUCCESS)
+        fail_msg("bcast %s n=%d root=%d count=%zu: %s", algo->name, n, root,
+                 count, err);
+    for (int r = 0; r < n; r++)
+        for (size_t i = 0; i < count; i++)
+            if (recv[r][i] != value(root, i))
+                fail_msg("bcast %s n=%d root=%d count=%zu: rank %d element "
+                         "%zu wrong",
+                         algo->name, n, root, count, r, i);
+}
+
+/* Nodes numbered by their lowest rank, as topo.h numbers them. */
+static void renumber(int n, int *label) {
+    int map[100];
+    for (int i = 0; i < 100; i++)
+        map[i] = -1;
+    int next = 0;
+    for (int r = 0; r < n; r++) {
+        if (map[label[r]] < 0) map[label[r]] = next++;
+        label[r] = map[label[r]];
+    }
+}
+
+/* Hierarchical plans for 1 to 8 nodes x 1 to 8 ranks, node-major and
+ * interleaved placements, and uneven nodes; every root of the broadcast
+ * on the smaller shapes. */
+static void test_hierarchical_nodes(void **state) {
+    (void)state;
+    const hcomm_algo_t *ar =
+        hcomm_algo_find(HCOMM_COLL_ALLREDUCE, "hierarchical");
+    const hcomm_algo_t *bc = hcomm_algo_find(HCOMM_COLL_BCAST, "hierarchical");
+    assert_non_null(ar);
+    assert_non_null(bc);
+    int label[100];
+    for (int nodes = 1; nodes <= 8; nodes++)
+        for (int ppn = 1; ppn <= 8; ppn++)
+            for (int shape = 0; shape < 3; shape++) {
+                int n = nodes * ppn;
+                if (shape == 2) { /* uneven: node j has 1 + (3j mod ppn) */
+                    n = 0;
+                    for (int j = 0; j < nodes; j++)
+                        for (int k = 0; k < 1 + (3 * j) % ppn; k++)
+                            label[n++] = j;
+                } else {
+                    for (int r = 0; r < n; r++)
+                        label[r] = shape == 0 ? r / ppn : r % nodes;
+                }
+                renumber(n, label);
+                node_of = label;
+                uint32_t seed = (uint32_t)(nodes * 64 + ppn * 3 + shape);
+                size_t counts[] = {0, 1, 7, (size_t)n + 1, 1009};
+                for (size_t c = 0; c < 5; c++) {
+                    check_allreduce(ar, n, counts[c], (int)(c % 2), 8, seed);
+                    check_bcast(bc, n, (int)(c * 7) % n, counts[c], 12, seed);
+                }
+                check_allreduce(ar, n, 100003, shape % 2, 64 << 10, seed);
+                for (int root = 0; root < n && n <= 16; root++)
+                    check_bcast(bc, n, root, 1009, 256, seed + (uint32_t)root);
+            }
+    node_of = NULL;
+}
+
+/* Bytes that cross between nodes, per rank, for an allreduce of 4 MiB:
+ * hierarchical against the flat algorithms, with ranks placed node-major
+ * and round robin. Printed (stderr) for the README's table; hierarchical
+ * must never send more than the ring. */
+static void test_cross_node_traffic(void **state) {
+    (void)state;
+    static const char *names[] = {"hierarchical", "ring", "rabenseifner",
+                                  "recursive_doubling"};
+    size_t count = (4u << 20) / sizeof(int32_t);
+    int label[100];
+    fprintf(stderr, "# allreduce of 4 MiB: MiB crossing between nodes, per "
+                    "rank\n# nodes x ranks  placement   hierarchical  ring  "
+                    "rabenseifner  recursive_doubling\n");
+    for (int nodes = 2; nodes <= 8; nodes *= 2)
+        for (int placement = 0; placement < 2; placement++) {
+            int ppn = 4, n = nodes * ppn;
+            for (int r = 0; r < n; r++)
+                label[r] = placement == 0 ? r / ppn : r % nodes;
+            renumber(n, label);
+            node_of = label;
+            double mib[4];
+            for (int k = 0; k < 4; k++) {
+                check_allreduce(hcomm_algo_find(HCOMM_COLL_ALLREDUCE, names[k]),
+                                n, count, 0, 1 << 20, 1);
+                mib[k] = (double)cross_node / n / (1 << 20);
+            }
+            fprintf(stderr,
+                    "  %d x %d        %-11s %8.2f %8.2f %10.2f %14.2f\n", nodes,
+                    ppn, placement ? "round-robin" : "node-major", mib[0],
+                    mib[1], mib[2], mib[3]);
+            assert_true(mib[0] <= mib[1] + 1e-9);
+        }
+    node_of = NULL;
 }
 
 /* Other types and operations through the plans: avg scales once, max and
@@ -173,6 +301,9 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_ring),
         cmocka_unit_test(test_recursive_doubling),
+        cmocka_unit_test(test_hierarchical),
+        cmocka_unit_test(test_hierarchical_nodes),
+        cmocka_unit_test(test_cross_node_traffic),
         cmocka_unit_test(test_rabenseifner),
         cmocka_unit_test(test_ops_and_types),
     };

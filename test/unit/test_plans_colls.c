@@ -396,6 +396,7 @@ MATRIX_TEST(test_reduce_scatter_recursive_halving, reduce_scatter,
 MATRIX_TEST(test_bcast_binomial, bcast, "binomial")
 MATRIX_TEST(test_bcast_scatter_allgather, bcast, "scatter_allgather")
 MATRIX_TEST(test_bcast_chain, bcast, "chain")
+MATRIX_TEST(test_bcast_hierarchical, bcast, "hierarchical")
 MATRIX_TEST(test_reduce_binomial, reduce, "binomial")
 MATRIX_TEST(test_reduce_reduce_scatter_gather, reduce, "reduce_scatter_gather")
 MATRIX_TEST(test_alltoall_pairwise, alltoall, "pairwise")
@@ -630,6 +631,7 @@ int main(void) {
         cmocka_unit_test(test_bcast_binomial),
         cmocka_unit_test(test_bcast_scatter_allgather),
         cmocka_unit_test(test_bcast_chain),
+        cmocka_unit_test(test_bcast_hierarchical),
         cmocka_unit_test(test_reduce_binomial),
         cmocka_unit_test(test_reduce_reduce_scatter_gather),
         cmocka_unit_test(test_alltoall_pairwise),
