@@ -43,6 +43,10 @@ hcomm_status_t hcomm_allreduce_hierarchical(const hcomm_plan_args_t *args,
                                             hcomm_plan_t *plan);
 hcomm_status_t hcomm_bcast_hierarchical(const hcomm_plan_args_t *args,
                                         hcomm_plan_t *plan);
+hcomm_status_t hcomm_allgather_hierarchical(const hcomm_plan_args_t *args,
+                                            hcomm_plan_t *plan);
+hcomm_status_t hcomm_reduce_scatter_hierarchical(const hcomm_plan_args_t *args,
+                                                 hcomm_plan_t *plan);
 hcomm_status_t hcomm_allreduce_recursive_doubling(const hcomm_plan_args_t *args,
                                                   hcomm_plan_t *plan);
 hcomm_status_t hcomm_allreduce_rabenseifner(const hcomm_plan_args_t *args,

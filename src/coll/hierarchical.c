@@ -229,3 +229,257 @@ hcomm_status_t hcomm_bcast_hierarchical(const hcomm_plan_args_t *args,
     layout_free(&l);
     return plan->oom ? HCOMM_ERR_NO_MEMORY : HCOMM_SUCCESS;
 }
+
+/* AllGather: each node's blocks go to its leader; the leaders pass node
+ * blocks round a ring; every block then runs down the node's chain (the
+ * leader, then the others ascending) as soon as the leader has it. A rank
+ * already holds its own block: the chain skips it and it starts the rest of
+ * the chain from its own data. */
+typedef struct {
+    const hcomm_plan_args_t *a;
+    const layout_t *l;
+    size_t chunk, nch;
+    int *got; /* [rank * nch + c]: the step after which that chunk is here */
+} gather_t;
+
+static size_t gchunk(const gather_t *g, size_t c) {
+    size_t left = g->a->count - c * g->chunk;
+    return left < g->chunk ? left : g->chunk;
+}
+
+static uint16_t gtag(const gather_t *g, int stage, int q, size_t c) {
+    return (
+        uint16_t)((((size_t)stage * (size_t)g->a->size + (size_t)q) * g->nch +
+                   c) &
+                  0xffff);
+}
+
+static hcomm_ref_t gblock(const gather_t *g, int q, size_t c) {
+    return hcomm_ref(HCOMM_BUF_RECV, (size_t)q * g->a->count + c * g->chunk);
+}
+
+static int node_rank_of(const hcomm_plan_args_t *a, int q) {
+    return a->node_of ? a->node_of[q] : 0;
+}
+
+/* The next rank after q on node nd (q = -1: the first), or -2 for none
+ * (which stays -2). */
+static int next_of(const hcomm_plan_args_t *a, int nd, int q) {
+    if (q == -2) return -2;
+    for (int r = q + 1; r < a->size; r++)
+        if (node_rank_of(a, r) == nd) return r;
+    return -2;
+}
+
+/* Block q down this rank's part of the node's chain. */
+static void chain_block(hcomm_plan_t *plan, const gather_t *g, int q) {
+    const layout_t *l = g->l;
+    int lo = -1; /* q's index on this node, if it is from here */
+    for (int i = 0; i < l->m; i++)
+        if (l->local[i] == q) lo = i;
+    int prev = l->li > 0 ? l->local[l->li - 1] : -1;
+    int next = l->li + 1 < l->m ? l->local[l->li + 1] : -1;
+    for (size_t c = 0; c < g->nch; c++) {
+        size_t k = gchunk(g, c);
+        int have = g->got[(size_t)q * g->nch + c];
+        if (l->li > 0 && lo != l->li)
+            have = hcomm_plan_recv(plan, prev, gtag(g, 2, q, c),
+                                   gblock(g, q, c), k, -1, -1);
+        if (next < 0 || lo == l->li + 1) continue;
+        hcomm_ref_t src = lo == l->li && l->li > 0
+                              ? hcomm_ref(HCOMM_BUF_SEND, c * g->chunk)
+                              : gblock(g, q, c);
+        hcomm_plan_send(plan, next, gtag(g, 2, q, c), src, k, have, -1);
+    }
+}
+
+hcomm_status_t hcomm_allgather_hierarchical(const hcomm_plan_args_t *args,
+                                            hcomm_plan_t *plan) {
+    if (args->size == 1 || args->count == 0)
+        return hcomm_plan_local_copy(args, plan);
+    layout_t l;
+    if (layout_make(args, &l) != HCOMM_SUCCESS) return HCOMM_ERR_NO_MEMORY;
+    int n = args->size, N = l.nnodes, j = l.node, me = args->rank;
+    gather_t g = {args, &l, hcomm_chunk_elems(args), 0, NULL};
+    g.nch = (args->count + g.chunk - 1) / g.chunk;
+    g.got = malloc((size_t)n * g.nch * sizeof(int));
+    if (!g.got) {
+        layout_free(&l);
+        return HCOMM_ERR_NO_MEMORY;
+    }
+    for (size_t i = 0; i < (size_t)n * g.nch; i++)
+        g.got[i] = -1;
+    /* This rank's block into place. */
+    if (!args->inplace)
+        for (size_t c = 0; c < g.nch; c++)
+            g.got[(size_t)me * g.nch + c] = hcomm_plan_copy(
+                plan, gblock(&g, me, c), hcomm_ref(HCOMM_BUF_SEND, c * g.chunk),
+                gchunk(&g, c), -1, -1);
+    /* Inside the node, up: every block to the leader. */
+    for (int i = 1; i < l.m; i++) {
+        int q = l.local[i];
+        if (l.li == 0)
+            for (size_t c = 0; c < g.nch; c++)
+                g.got[(size_t)q * g.nch + c] =
+                    hcomm_plan_recv(plan, q, gtag(&g, 0, q, c),
+                                    gblock(&g, q, c), gchunk(&g, c), -1, -1);
+        else if (q == me)
+            for (size_t c = 0; c < g.nch; c++)
+                hcomm_plan_send(plan, l.local[0], gtag(&g, 0, q, c),
+                                hcomm_ref(HCOMM_BUF_SEND, c * g.chunk),
+                                gchunk(&g, c), -1, -1);
+    }
+    /* Down the chain: this node's blocks, then the others' in ring order,
+     * each as the leader gets it. */
+    for (int i = 0; i < l.m; i++)
+        chain_block(plan, &g, l.local[i]);
+    int left = l.leader[(j - 1 + N) % N], right = l.leader[(j + 1) % N];
+    for (int s = 0; s < N - 1; s++) {
+        int sn = (j - s + N) % N, rn = (j - s - 1 + 2 * N) % N;
+        /* The i-th block of the node sent and the i-th of the node
+         * received, chunk by chunk, so that both leaders post in the same
+         * order. */
+        for (int qs = next_of(args, sn, -1), qr = next_of(args, rn, -1);
+             l.li == 0 && (qs >= 0 || qr >= 0);
+             qs = next_of(args, sn, qs), qr = next_of(args, rn, qr))
+            for (size_t c = 0; c < g.nch; c++) {
+                if (qs >= 0)
+                    hcomm_plan_send(plan, right, gtag(&g, 1, qs, c),
+                                    gblock(&g, qs, c), gchunk(&g, c),
+                                    g.got[(size_t)qs * g.nch + c], -1);
+                if (qr >= 0)
+                    g.got[(size_t)qr * g.nch + c] = hcomm_plan_recv(
+                        plan, left, gtag(&g, 1, qr, c), gblock(&g, qr, c),
+                        gchunk(&g, c), -1, -1);
+            }
+        for (int q = 0; q < n; q++)
+            if (node_rank_of(args, q) == rn) chain_block(plan, &g, q);
+    }
+    free(g.got);
+    layout_free(&l);
+    return plan->oom ? HCOMM_ERR_NO_MEMORY : HCOMM_SUCCESS;
+}
+
+/* ReduceScatter: inside each node a chain reduces every block toward the
+ * leader (into scratch: the send buffer is read only), the leaders run a
+ * ring reduce-scatter of node blocks that leaves each leader its own node's
+ * blocks, and the leader hands each rank its block. The chain takes the
+ * blocks in the order the ring needs them, so the stages overlap. */
+typedef struct {
+    gather_t g;   /* shape, chunking, tags (got unused) */
+    int *last;    /* [q * nch + c]: the last step that wrote acc(q, c) */
+    char *in_acc; /* acc(q, c) is in scratch (else still the send buffer) */
+} rs_t;
+
+static size_t rs_off(const rs_t *s, int q, size_t c) {
+    return (size_t)q * s->g.a->count + c * s->g.chunk;
+}
+
+static hcomm_ref_t rs_acc(const rs_t *s, int q, size_t c) {
+    size_t i = (size_t)q * s->g.nch + c;
+    return s->in_acc[i] ? hcomm_ref(HCOMM_BUF_SCRATCH,
+                                    (size_t)s->g.a->size * s->g.a->count +
+                                        rs_off(s, q, c))
+                        : hcomm_ref(HCOMM_BUF_SEND, rs_off(s, q, c));
+}
+
+/* acc(q, c) op= what arrives from peer (tag stage); returns the reduce. */
+static void rs_receive_reduce(hcomm_plan_t *plan, rs_t *s, int peer, int stage,
+                              int q, size_t c) {
+    size_t i = (size_t)q * s->g.nch + c, k = gchunk(&s->g, c);
+    hcomm_ref_t in = hcomm_ref(HCOMM_BUF_SCRATCH, rs_off(s, q, c));
+    int rcv = hcomm_plan_recv(plan, peer, gtag(&s->g, stage, q, c), in, k,
+                              s->last[i], -1);
+    hcomm_ref_t a = rs_acc(s, q, c);
+    s->in_acc[i] = 1;
+    int red =
+        hcomm_plan_reduce(plan, rs_acc(s, q, c), a, in, k, rcv, s->last[i]);
+    if (red >= 0) s->last[i] = red;
+}
+
+hcomm_status_t hcomm_reduce_scatter_hierarchical(const hcomm_plan_args_t *args,
+                                                 hcomm_plan_t *plan) {
+    if (args->size == 1 || args->count == 0)
+        return hcomm_plan_local_copy(args, plan);
+    layout_t l;
+    if (layout_make(args, &l) != HCOMM_SUCCESS) return HCOMM_ERR_NO_MEMORY;
+    int n = args->size, N = l.nnodes, j = l.node, me = args->rank;
+    rs_t s = {{args, &l, hcomm_chunk_elems(args), 0, NULL}, NULL, NULL};
+    s.g.nch = (args->count + s.g.chunk - 1) / s.g.chunk;
+    size_t cells = (size_t)n * s.g.nch;
+    s.last = malloc(cells * sizeof(int));
+    s.in_acc = calloc(cells, 1);
+    int *up = malloc(s.g.nch * sizeof(int)); /* own block sent up */
+    if (!s.last || !s.in_acc || !up) {
+        free(s.last);
+        free(s.in_acc);
+        free(up);
+        layout_free(&l);
+        return HCOMM_ERR_NO_MEMORY;
+    }
+    for (size_t i = 0; i < cells; i++)
+        s.last[i] = -1;
+    for (size_t c = 0; c < s.g.nch; c++)
+        up[c] = -1;
+    plan->scratch_count = 2 * (size_t)n * args->count;
+    int leader = l.li == 0;
+    int down = l.li + 1 < l.m ? l.local[l.li + 1] : -1;
+    int upr = leader ? -1 : l.local[l.li - 1];
+    /* Up the chain, node by node in the order the ring sends them. */
+    for (int t = 1; t <= N; t++) {
+        int nd = (j - t + N) % N;
+        for (int q = next_of(args, nd, -1); q >= 0; q = next_of(args, nd, q))
+            for (size_t c = 0; c < s.g.nch; c++) {
+                if (down >= 0) rs_receive_reduce(plan, &s, down, 0, q, c);
+                if (leader) continue;
+                size_t i = (size_t)q * s.g.nch + c;
+                int snd = hcomm_plan_send(plan, upr, gtag(&s.g, 0, q, c),
+                                          rs_acc(&s, q, c), gchunk(&s.g, c),
+                                          s.last[i], -1);
+                if (q == me) up[c] = snd;
+            }
+    }
+    /* The leaders' ring: step t sends node j-1-t, reduces node j-2-t. */
+    int left = l.leader[(j - 1 + N) % N], right = l.leader[(j + 1) % N];
+    for (int t = 0; leader && t < N - 1; t++) {
+        int sn = (j - 1 - t + 2 * N) % N, rn = (j - 2 - t + 3 * N) % N;
+        for (int qs = next_of(args, sn, -1), qr = next_of(args, rn, -1);
+             qs >= 0 || qr >= 0;
+             qs = next_of(args, sn, qs), qr = next_of(args, rn, qr))
+            for (size_t c = 0; c < s.g.nch; c++) {
+                if (qs >= 0) {
+                    size_t i = (size_t)qs * s.g.nch + c;
+                    s.last[i] = hcomm_plan_send(
+                        plan, right, gtag(&s.g, 1, qs, c), rs_acc(&s, qs, c),
+                        gchunk(&s.g, c), s.last[i], -1);
+                }
+                if (qr >= 0) rs_receive_reduce(plan, &s, left, 1, qr, c);
+            }
+    }
+    /* Each rank's block from its leader. */
+    for (size_t c = 0; c < s.g.nch; c++) {
+        size_t k = gchunk(&s.g, c);
+        hcomm_ref_t dst = hcomm_ref(HCOMM_BUF_RECV, c * s.g.chunk);
+        int got = -1;
+        if (leader) {
+            for (int i = 1; i < l.m; i++) {
+                int q = l.local[i];
+                hcomm_plan_send(plan, q, gtag(&s.g, 2, q, c), rs_acc(&s, q, c),
+                                k, s.last[(size_t)q * s.g.nch + c], -1);
+            }
+            size_t i = (size_t)me * s.g.nch + c;
+            if (s.in_acc[i] || !args->inplace)
+                got = hcomm_plan_copy(plan, dst, rs_acc(&s, me, c), k,
+                                      s.last[i], -1);
+        } else {
+            got = hcomm_plan_recv(plan, l.local[0], gtag(&s.g, 2, me, c), dst,
+                                  k, up[c], -1);
+        }
+        if (args->scale) hcomm_plan_scale(plan, dst, k, got, -1);
+    }
+    free(s.last);
+    free(s.in_acc);
+    free(up);
+    layout_free(&l);
+    return plan->oom ? HCOMM_ERR_NO_MEMORY : HCOMM_SUCCESS;
+}

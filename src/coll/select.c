@@ -119,10 +119,17 @@ const hcomm_algo_t *hcomm_select(hcomm_coll_t coll, size_t bytes, int size,
             name = "ring";
         break;
     case HCOMM_COLL_ALLGATHER:
-        name = total <= (64u << 10) && size > 2 ? "bruck" : "ring";
+        if (nnodes > 1 && total > (64u << 10))
+            name = "hierarchical";
+        else
+            name = total <= (64u << 10) && size > 2 ? "bruck" : "ring";
         break;
     case HCOMM_COLL_REDUCE_SCATTER:
-        name = total <= (64u << 10) && size > 2 ? "recursive_halving" : "ring";
+        if (nnodes > 1 && total > (64u << 10))
+            name = "hierarchical";
+        else
+            name =
+                total <= (64u << 10) && size > 2 ? "recursive_halving" : "ring";
         break;
     case HCOMM_COLL_BCAST:
         if (nnodes > 1)

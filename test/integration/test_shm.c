@@ -2,7 +2,8 @@
  * rank is on one node, its name is gone from /dev/shm as soon as the
  * communicator exists, and allreduce, allgather and broadcast give exact
  * results with the node map as found and, on 4 ranks, as 1 node x 4 (direct
- * algorithms) and 2 nodes x 2 (plans) through HCOMM_OVERRIDE_TOPO.
+ * algorithms) and 2 nodes x 2 (hierarchical plans) through
+ * HCOMM_OVERRIDE_TOPO; reduce_scatter (hierarchical across nodes) too.
  *
  * test_shm PIDFILE [kill]: rank 0 writes its pid (which names the
  * segment) to PIDFILE; with "kill" the last rank dies by SIGKILL after the
@@ -102,9 +103,31 @@ static void check_allgather_bcast(hcomm_comm_t comm, const char *what) {
     }
 }
 
+/* Not a direct algorithm: on several nodes, the hierarchical plan. */
+static void check_reduce_scatter(hcomm_comm_t comm, const char *what) {
+    static const size_t counts[] = {1, 1000, 70001};
+    for (size_t c = 0; c < sizeof(counts) / sizeof(counts[0]); c++) {
+        size_t n = counts[c], total = n * (size_t)nranks;
+        int32_t *s = malloc(total * sizeof(int32_t)), *r = malloc(n * 4);
+        for (size_t i = 0; i < total; i++)
+            s[i] = (int32_t)(i % 1000) * (rank + 1);
+        CHECK_OK(hcomm_reduce_scatter(s, r, n, HCOMM_INT32, HCOMM_SUM, comm));
+        size_t bad = 0;
+        for (size_t i = 0; i < n; i++) {
+            size_t g = (size_t)rank * n + i;
+            bad += r[i] != (int32_t)(g % 1000) * nranks * (nranks + 1) / 2;
+        }
+        CHECK(bad == 0, "%s: reduce_scatter count %zu: %zu wrong", what, n,
+              bad);
+        free(s);
+        free(r);
+    }
+}
+
 static void check_all(hcomm_comm_t comm, const char *what) {
     check_allreduce(comm, what);
     check_allgather_bcast(comm, what);
+    check_reduce_scatter(comm, what);
 }
 
 /* 4 ranks through an override file: ranks_of_node0 on one node, the rest

@@ -157,6 +157,82 @@ static void check_bcast(const hcomm_algo_t *algo, int n, int root, size_t count,
                          algo->name, n, root, count, r, i);
 }
 
+/* An allgather of count elements per rank, checked on every rank. */
+static void check_allgather(const hcomm_algo_t *algo, int n, size_t count,
+                            int inplace, size_t chunk_bytes, uint32_t seed) {
+    reserve(count * (size_t)n);
+    void *sp[100];
+    for (int r = 0; r < n; r++) {
+        for (size_t i = 0; i < count * (size_t)n; i++)
+            recv[r][i] = -7;
+        int32_t *mine = inplace ? recv[r] + (size_t)r * count : send[r];
+        for (size_t i = 0; i < count; i++)
+            mine[i] = value(r, i);
+        sp[r] = mine;
+    }
+    hcomm_verify_args_t a = {.algo = algo,
+                             .size = n,
+                             .count = count,
+                             .dtype = HCOMM_INT32,
+                             .op = HCOMM_SUM,
+                             .inplace = inplace,
+                             .chunk_bytes = chunk_bytes,
+                             .seed = seed,
+                             .sendbufs = sp,
+                             .recvbufs = (void **)recv,
+                             .node_of = node_of};
+    char err[512];
+    if (hcomm_verify_run(&a, err, sizeof(err)) != HCOMM_SUCCESS)
+        fail_msg("allgather %s n=%d count=%zu: %s", algo->name, n, count, err);
+    for (int r = 0; r < n; r++)
+        for (int q = 0; q < n; q++)
+            for (size_t i = 0; i < count; i++)
+                if (recv[r][(size_t)q * count + i] != value(q, i))
+                    fail_msg("allgather %s n=%d count=%zu inplace=%d: rank %d "
+                             "block %d element %zu wrong",
+                             algo->name, n, count, inplace, r, q, i);
+}
+
+/* A reduce_scatter of count elements per rank, checked on every rank. */
+static void check_reduce_scatter(const hcomm_algo_t *algo, int n, size_t count,
+                                 int inplace, size_t chunk_bytes,
+                                 uint32_t seed) {
+    size_t total = count * (size_t)n;
+    reserve(total);
+    void *sp[100], *rp[100];
+    for (int r = 0; r < n; r++) {
+        for (size_t i = 0; i < total; i++)
+            send[r][i] = value(r, i);
+        sp[r] = send[r];
+        rp[r] = inplace ? send[r] + (size_t)r * count : recv[r];
+    }
+    hcomm_verify_args_t a = {.algo = algo,
+                             .size = n,
+                             .count = count,
+                             .dtype = HCOMM_INT32,
+                             .op = HCOMM_SUM,
+                             .inplace = inplace,
+                             .chunk_bytes = chunk_bytes,
+                             .seed = seed,
+                             .sendbufs = sp,
+                             .recvbufs = rp,
+                             .node_of = node_of};
+    char err[512];
+    if (hcomm_verify_run(&a, err, sizeof(err)) != HCOMM_SUCCESS)
+        fail_msg("reduce_scatter %s n=%d count=%zu: %s", algo->name, n, count,
+                 err);
+    for (int r = 0; r < n; r++)
+        for (size_t i = 0; i < count; i++) {
+            int64_t s = 0;
+            for (int q = 0; q < n; q++)
+                s += value(q, (size_t)r * count + i);
+            if (((int32_t *)rp[r])[i] != (int32_t)s)
+                fail_msg("reduce_scatter %s n=%d count=%zu inplace=%d: rank "
+                         "%d element %zu wrong",
+                         algo->name, n, count, inplace, r, i);
+        }
+}
+
 /* Nodes numbered by their lowest rank, as topo.h numbers them. */
 static void renumber(int n, int *label) {
     int map[100];
@@ -169,7 +245,9 @@ static void renumber(int n, int *label) {
     }
 }
 
-/* Hierarchical plans for 1 to 8 nodes x 1 to 8 ranks, node-major and
+/* Hierarchical plans (allreduce, broadcast, allgather, reduce_scatter) for
+ * 1 to 8 nodes x
+ * 1 to 8 ranks, node-major and
  * interleaved placements, and uneven nodes; every root of the broadcast
  * on the smaller shapes. */
 static void test_hierarchical_nodes(void **state) {
@@ -177,6 +255,12 @@ static void test_hierarchical_nodes(void **state) {
     const hcomm_algo_t *ar =
         hcomm_algo_find(HCOMM_COLL_ALLREDUCE, "hierarchical");
     const hcomm_algo_t *bc = hcomm_algo_find(HCOMM_COLL_BCAST, "hierarchical");
+    const hcomm_algo_t *ag =
+        hcomm_algo_find(HCOMM_COLL_ALLGATHER, "hierarchical");
+    const hcomm_algo_t *rs =
+        hcomm_algo_find(HCOMM_COLL_REDUCE_SCATTER, "hierarchical");
+    assert_non_null(rs);
+    assert_non_null(ag);
     assert_non_null(ar);
     assert_non_null(bc);
     int label[100];
@@ -200,7 +284,12 @@ static void test_hierarchical_nodes(void **state) {
                 for (size_t c = 0; c < 5; c++) {
                     check_allreduce(ar, n, counts[c], (int)(c % 2), 8, seed);
                     check_bcast(bc, n, (int)(c * 7) % n, counts[c], 12, seed);
+                    check_allgather(ag, n, counts[c], (int)(c % 2),
+                                    counts[c] > 100 ? 256 : 8, seed);
                 }
+                check_allgather(ag, n, 4099, shape % 2, 4 << 10, seed);
+                check_reduce_scatter(rs, n, 1031, shape % 2, 256, seed);
+                check_reduce_scatter(rs, n, 3, !(shape % 2), 4, seed);
                 check_allreduce(ar, n, 100003, shape % 2, 64 << 10, seed);
                 for (int root = 0; root < n && n <= 16; root++)
                     check_bcast(bc, n, root, 1009, 256, seed + (uint32_t)root);

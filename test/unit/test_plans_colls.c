@@ -390,6 +390,8 @@ static const coll_desc_t scatter = {HCOMM_COLL_SCATTER, scatter_case, 1, 1, 0};
 MATRIX_TEST(test_allgather_ring, allgather, "ring")
 MATRIX_TEST(test_allgather_recursive_doubling, allgather, "recursive_doubling")
 MATRIX_TEST(test_allgather_bruck, allgather, "bruck")
+MATRIX_TEST(test_allgather_hierarchical, allgather, "hierarchical")
+MATRIX_TEST(test_reduce_scatter_hierarchical, reduce_scatter, "hierarchical")
 MATRIX_TEST(test_reduce_scatter_ring, reduce_scatter, "ring")
 MATRIX_TEST(test_reduce_scatter_recursive_halving, reduce_scatter,
             "recursive_halving")
@@ -632,6 +634,8 @@ int main(void) {
         cmocka_unit_test(test_bcast_scatter_allgather),
         cmocka_unit_test(test_bcast_chain),
         cmocka_unit_test(test_bcast_hierarchical),
+        cmocka_unit_test(test_allgather_hierarchical),
+        cmocka_unit_test(test_reduce_scatter_hierarchical),
         cmocka_unit_test(test_reduce_binomial),
         cmocka_unit_test(test_reduce_reduce_scatter_gather),
         cmocka_unit_test(test_alltoall_pairwise),
