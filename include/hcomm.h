@@ -124,6 +124,22 @@ HCOMM_API hcomm_status_t hcomm_comm_free(hcomm_comm_t *comm);
 HCOMM_API hcomm_status_t hcomm_comm_rank(hcomm_comm_t comm, int *rank);
 HCOMM_API hcomm_status_t hcomm_comm_size(hcomm_comm_t comm, int *size);
 
+/* --- registered memory ------------------------------------------------- */
+
+/* bytes of memory that peers on the node can read in place (the analogue
+ * of NCCL's symmetric memory): collective over comm, every rank passing the
+ * same bytes (else HCOMM_ERR_INVALID_ARG on all). Large collectives whose
+ * buffers lie in it read peers' data directly, with no copy through the
+ * kernel. On a communicator without a shared segment (several nodes, one
+ * rank, HCOMM_SHM_SLOT_SIZE=0) it is ordinary memory. Any buffer works with
+ * every collective; registration only makes them faster. bytes 0: *ptr is
+ * NULL. */
+HCOMM_API hcomm_status_t hcomm_mem_alloc(hcomm_comm_t comm, size_t bytes,
+                                         void **ptr);
+/* Frees what hcomm_mem_alloc returned on comm (NULL is fine). Not
+ * collective; no call using the memory may be in flight on any rank. */
+HCOMM_API hcomm_status_t hcomm_mem_free(hcomm_comm_t comm, void *ptr);
+
 /* --- collectives ------------------------------------------------------ */
 
 HCOMM_API hcomm_status_t hcomm_allreduce(const void *sendbuf, void *recvbuf,

@@ -61,6 +61,7 @@ enum {
     OPT_OP,
     OPT_ROOT,
     OPT_INPLACE,
+    OPT_REGISTERED,
     OPT_COLL,
     OPT_JSON,
     OPT_MPI_ONLY,
@@ -88,6 +89,7 @@ static const opt_spec_t opt_specs[] = {
     {'o', "op", 1, OPT_OP},
     {'r', "root", 1, OPT_ROOT},
     {'I', "inplace", 0, OPT_INPLACE},
+    {'R', "registered", 0, OPT_REGISTERED},
     {'C', "collective", 1, OPT_COLL},
     {0, "json", 0, OPT_JSON},
     {0, "mpi-only", 0, OPT_MPI_ONLY},
@@ -166,6 +168,8 @@ static void print_usage(FILE *f) {
         "  -o, --op OP            sum prod max min avg (default sum)\n"
         "  -r, --root N           root of broadcast and reduce (default 0)\n"
         "  -I, --inplace          in place\n"
+        "  -R, --registered       buffers from hcomm_mem_alloc (allreduce,\n"
+        "                         allgather, broadcast), used by both sides\n"
         "      --json             one JSON object per row on stdout, nothing "
         "else\n"
         "      --mpi-only         only the MPI side (under an LD_PRELOAD "
@@ -306,6 +310,9 @@ static int apply_opt(perf_opts_t *o, const opt_spec_t *spec, const char *v,
     case OPT_INPLACE:
         o->inplace = 1;
         return 0;
+    case OPT_REGISTERED:
+        o->registered = 1;
+        return 0;
     case OPT_JSON:
         o->json = 1;
         return 0;
@@ -377,6 +384,12 @@ static int check_opts(const perf_opts_t *o, int nranks, char *err) {
         snprintf(err, ERRLEN,
                  "--mpi-only and --hcomm-only exclude each "
                  "other");
+    else if (o->registered && (!o->run_hcomm || (o->coll != PERF_ALLREDUCE &&
+                                                 o->coll != PERF_ALLGATHER &&
+                                                 o->coll != PERF_BROADCAST)))
+        snprintf(err, ERRLEN,
+                 "--registered needs HCOMM (not --mpi-only) and allreduce, "
+                 "allgather or broadcast");
     else
         return 0;
     return -1;
@@ -605,12 +618,25 @@ static perf_layout_t make_layout(const perf_ctx_t *c, perf_coll_t coll,
     return l;
 }
 
+/* Every rank allocates the same sizes for the collectives -R allows, as
+ * hcomm_mem_alloc requires. */
 static void *alloc_elems(const perf_ctx_t *c, size_t elems, size_t esize) {
     void *p = NULL;
     if (elems == 0) return NULL;
-    if (posix_memalign(&p, 64, elems * esize) != 0)
+    if (c->opts.registered) {
+        hcomm_status_t st = hcomm_mem_alloc(c->comm, elems * esize, &p);
+        if (st != HCOMM_SUCCESS) die_hcomm(c, "hcomm_mem_alloc", st);
+    } else if (posix_memalign(&p, 64, elems * esize) != 0) {
         die(c, "out of memory for the buffers");
+    }
     return p;
+}
+
+static void free_elems(const perf_ctx_t *c, void *p) {
+    if (c->opts.registered)
+        hcomm_mem_free(c->comm, p);
+    else
+        free(p);
 }
 
 static const char *mpi_na_reason(const perf_opts_t *o, perf_coll_t coll) {
@@ -747,8 +773,8 @@ static int bench_size(perf_ctx_t *c, perf_coll_t coll, size_t bytes,
                            alloc_elems(c, l.recv_elems, esize)};
     perf_data_fill(&l, PERF_SEED_TIMING, b.send, b.recv); /* touches pages */
     measure(c, &l, &b, row);
-    free(b.send);
-    free(b.recv);
+    free_elems(c, b.send);
+    free_elems(c, b.recv);
     return 1;
 }
 

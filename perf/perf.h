@@ -68,6 +68,7 @@ typedef struct {
     size_t stepbytes; /* 0: multiply by stepfactor instead */
     size_t stepfactor;
     int iters, warmup, check, root, inplace, json;
+    int registered;         /* buffers from hcomm_mem_alloc */
     int run_hcomm, run_mpi; /* --mpi-only / --hcomm-only clear one */
     hcomm_dtype_t dtype;
     hcomm_op_t op;

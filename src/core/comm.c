@@ -206,6 +206,9 @@ static void destroy(hcomm_comm_impl_t *c) {
         if (c->plans[i].valid) hcomm_plan_release(&c->plans[i].plan);
     if (c->tp) c->tp->ops->destroy(c->tp);
     hcomm_shm_destroy(c->shm);
+    for (int i = 0; i < c->nplain_mem; i++)
+        free(c->plain_mem[i]);
+    free(c->plain_mem);
     hcomm_topo_free(c->topo);
     generation[c->id]++;
     table[c->id] = NULL;

@@ -32,6 +32,9 @@ typedef struct hcomm_comm_impl {
     struct hcomm_topo *topo;
     /* The shared segment when every rank is on one node, else NULL. */
     struct hcomm_shm *shm;
+    /* hcomm_mem_alloc's ordinary memory when there is no segment. */
+    void **plain_mem;
+    int nplain_mem;
     hcomm_status_t broken; /* set after a timeout: later calls fail fast */
     uint64_t uses;
     int inflight; /* requests started and not yet completed */

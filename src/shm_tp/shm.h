@@ -30,6 +30,15 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* Registered memory (hcomm_mem_alloc): one mapping per allocation, every
+ * rank's slice at base + rank * stride in every rank's view. Ids are agreed
+ * (allocations are collective) and name a region to peers. */
+typedef struct {
+    uint32_t id;
+    char *base;
+    size_t stride;
+} hcomm_shm_region_t;
+
 typedef struct hcomm_shm {
     char *base; /* the mapping */
     size_t bytes;
@@ -43,6 +52,9 @@ typedef struct hcomm_shm {
     /* [flag * size + rank]: the highest value seen of each peer's flags,
      * so that a condition once met costs no cache miss again. */
     uint64_t *known;
+    hcomm_shm_region_t *regions;
+    int nregions, region_cap;
+    uint32_t last_region_id;
 } hcomm_shm_t;
 
 typedef enum {
@@ -65,6 +77,23 @@ hcomm_status_t hcomm_shm_create(MPI_Comm comm, hcomm_shm_t **out);
 hcomm_status_t hcomm_shm_attach(void *base, size_t bytes, int rank, int size,
                                 size_t slot_bytes, int cma, hcomm_shm_t **out);
 void hcomm_shm_destroy(hcomm_shm_t *shm); /* NULL is fine */
+
+/* Collective over comm: bytes of shared memory made by rank 0 and mapped by
+ * every rank, its name unlinked before return; NULL on every rank if any
+ * rank failed. */
+void *hcomm_shm_map_shared(MPI_Comm comm, size_t bytes);
+/* Registered regions: add one (the shm takes the mapping), find the one
+ * holding this rank's [p, p + len) (and the offset in its slice), a peer's
+ * address for an offset in its slice, remove (and unmap) the one whose
+ * slice starts at ptr (0 if none does). */
+hcomm_status_t hcomm_shm_region_add(hcomm_shm_t *shm, char *base, size_t stride,
+                                    uint32_t *id);
+const hcomm_shm_region_t *hcomm_shm_region_find(const hcomm_shm_t *shm,
+                                                const void *p, size_t len,
+                                                size_t *off);
+char *hcomm_shm_region_peer(const hcomm_shm_t *shm, uint32_t id, int rank,
+                            size_t off);
+int hcomm_shm_region_remove(hcomm_shm_t *shm, const void *ptr);
 
 /* The direct algorithm for a call of bytes (count * element size; per rank
  * block for allgather), or NONE. Depends only on what every rank agrees on.

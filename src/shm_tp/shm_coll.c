@@ -111,6 +111,43 @@ void hcomm_shm_op_finish(hcomm_shm_op_t *op) {
     op->bounce = NULL;
 }
 
+/* Publishes where this rank's buffer of len bytes is: a region id and
+ * offset when it is registered, else its address. */
+static void publish_buffer(const hcomm_shm_t *shm, const void *buf, size_t len,
+                           uint64_t *addr, uint32_t *reg) {
+    size_t off;
+    const hcomm_shm_region_t *r = hcomm_shm_region_find(shm, buf, len, &off);
+    *reg = r ? r->id : 0;
+    *addr = r ? (uint64_t)off : (uint64_t)(uintptr_t)buf;
+}
+
+/* A peer's buffer at off: in place when it is registered (NULL if not). */
+static const char *peer_buffer(const hcomm_shm_op_t *op, int peer, int recv,
+                               size_t off) {
+    const hcomm_shm_info_t *info = hcomm_shm_info(op->shm, peer);
+    int p = (int)(op->seq & 1);
+    uint32_t reg = recv ? info->recv_reg[p] : info->send_reg[p];
+    uint64_t at = recv ? info->recv_addr[p] : info->send_addr[p];
+    return reg ? hcomm_shm_region_peer(op->shm, reg, peer, (size_t)at + off)
+               : NULL;
+}
+
+/* Copies bytes of a peer's buffer at off into dst: in place from
+ * registered memory, else with a cross-memory read. */
+static hcomm_status_t peer_copy(const hcomm_shm_op_t *op, int peer, int recv,
+                                size_t off, void *dst, size_t bytes) {
+    const char *src = peer_buffer(op, peer, recv, off);
+    if (src) {
+        memcpy(dst, src, bytes);
+        return HCOMM_SUCCESS;
+    }
+    const hcomm_shm_info_t *info = hcomm_shm_info(op->shm, peer);
+    int p = (int)(op->seq & 1);
+    return cma_read(op, peer, dst,
+                    (recv ? info->recv_addr[p] : info->send_addr[p]) + off,
+                    bytes);
+}
+
 /* This round's elements: [offset, offset + n) of the call. */
 static size_t round_offset(const hcomm_shm_op_t *op) {
     return op->round * op->chunk;
@@ -127,8 +164,12 @@ static void publish_input(hcomm_shm_op_t *op) {
     size_t off = round_offset(op) * op->esize, n = round_count(op) * op->esize;
     if (op->algo == HCOMM_SHM_CMA) {
         hcomm_shm_info_t *info = hcomm_shm_info(shm, shm->rank);
-        info->send_addr[p] = (uint64_t)(uintptr_t)op->sendbuf;
-        info->recv_addr[p] = (uint64_t)(uintptr_t)op->recvbuf;
+        size_t rn = op->count * op->esize;
+        if (op->coll == HCOMM_COLL_ALLGATHER) rn *= (size_t)shm->size;
+        publish_buffer(shm, op->sendbuf, op->count * op->esize,
+                       &info->send_addr[p], &info->send_reg[p]);
+        publish_buffer(shm, op->recvbuf, rn, &info->recv_addr[p],
+                       &info->recv_reg[p]);
     } else if (op->coll != HCOMM_COLL_BCAST || shm->rank == op->root) {
         memcpy(hcomm_shm_in(shm, shm->rank, p, n), op->sendbuf + off, n);
     }
@@ -188,12 +229,13 @@ static void twoshot_gather(hcomm_shm_op_t *op) {
 }
 
 /* CMA allreduce, first half: this rank's block of the result, reading the
- * peers' send buffers piece by piece into the bounce buffer. The block is
- * accumulated in the receive buffer; with the in-place form that overwrites
- * only this rank's block, which no peer reads. */
+ * peers' send buffers piece by piece into the bounce buffer (or in place,
+ * when registered). The block is accumulated in the receive buffer; with
+ * the in-place form that overwrites only this rank's block, which no peer
+ * reads. */
 static hcomm_status_t cma_reduce(hcomm_shm_op_t *op) {
     hcomm_shm_t *shm = op->shm;
-    int p = (int)(op->seq & 1), me = shm->rank;
+    int me = shm->rank;
     size_t es = op->esize, step = BOUNCE_BYTES / es;
     size_t boff = hcomm_block_offset(op->count, shm->size, me);
     size_t bn = hcomm_block_count(op->count, shm->size, me);
@@ -204,10 +246,14 @@ static hcomm_status_t cma_reduce(hcomm_shm_op_t *op) {
         const char *acc = op->sendbuf + off;
         for (int r = 0; r < shm->size; r++) {
             if (r == me) continue;
-            uint64_t src = hcomm_shm_info(shm, r)->send_addr[p] + off;
-            hcomm_status_t st = cma_read(op, r, op->bounce, src, n * es);
-            if (st != HCOMM_SUCCESS) return st;
-            op->reduce(dst, acc, op->bounce, n);
+            const char *src = peer_buffer(op, r, 0, off);
+            if (!src) {
+                hcomm_status_t st =
+                    peer_copy(op, r, 0, off, op->bounce, n * es);
+                if (st != HCOMM_SUCCESS) return st;
+                src = op->bounce;
+            }
+            op->reduce(dst, acc, src, n);
             acc = dst;
         }
     }
@@ -219,14 +265,11 @@ static hcomm_status_t cma_reduce(hcomm_shm_op_t *op) {
  * buffers. */
 static hcomm_status_t cma_gather_blocks(hcomm_shm_op_t *op) {
     hcomm_shm_t *shm = op->shm;
-    int p = (int)(op->seq & 1);
     for (int r = 0; r < shm->size; r++) {
         if (r == shm->rank) continue;
         size_t off = hcomm_block_offset(op->count, shm->size, r) * op->esize;
         size_t n = hcomm_block_count(op->count, shm->size, r) * op->esize;
-        hcomm_status_t st =
-            cma_read(op, r, op->recvbuf + off,
-                     hcomm_shm_info(shm, r)->recv_addr[p] + off, n);
+        hcomm_status_t st = peer_copy(op, r, 1, off, op->recvbuf + off, n);
         if (st != HCOMM_SUCCESS) return st;
     }
     return HCOMM_SUCCESS;
@@ -243,8 +286,7 @@ static hcomm_status_t allgather_copy(hcomm_shm_op_t *op) {
         if (r == shm->rank) {
             if (dst != op->sendbuf + off) memcpy(dst, op->sendbuf + off, n);
         } else if (op->algo == HCOMM_SHM_CMA) {
-            hcomm_status_t st = cma_read(
-                op, r, dst, hcomm_shm_info(shm, r)->send_addr[p] + off, n);
+            hcomm_status_t st = peer_copy(op, r, 0, off, dst, n);
             if (st != HCOMM_SUCCESS) return st;
         } else {
             memcpy(dst, hcomm_shm_in(shm, r, p, n), n);
@@ -258,9 +300,7 @@ static hcomm_status_t bcast_copy(hcomm_shm_op_t *op) {
     int p = (int)(op->seq & 1);
     size_t off = round_offset(op) * op->esize, n = round_count(op) * op->esize;
     if (op->algo == HCOMM_SHM_CMA)
-        return cma_read(op, op->root, op->recvbuf + off,
-                        hcomm_shm_info(op->shm, op->root)->send_addr[p] + off,
-                        n);
+        return peer_copy(op, op->root, 0, off, op->recvbuf + off, n);
     memcpy(op->recvbuf + off, hcomm_shm_in(op->shm, op->root, p, n), n);
     return HCOMM_SUCCESS;
 }

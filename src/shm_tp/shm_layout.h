@@ -16,9 +16,13 @@
 
 typedef struct {
     int32_t pid;
-    uint64_t probe_addr;   /* &pid in the owner's address space */
-    uint64_t send_addr[2]; /* CMA: the owner's buffers, by round parity */
+    uint64_t probe_addr; /* &pid in the owner's address space */
+    /* CMA: the owner's buffers, by round parity: addresses in its own
+     * space, or, where reg is a region id (registered memory), offsets in
+     * its slice of that region, which peers read in place. */
+    uint64_t send_addr[2];
     uint64_t recv_addr[2];
+    uint32_t send_reg[2], recv_reg[2];
 } hcomm_shm_info_t;
 
 typedef enum { SHM_ARRIVE = 0, SHM_REDUCED = 1, SHM_DONE = 2 } hcomm_shm_flag_t;

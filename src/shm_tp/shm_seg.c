@@ -47,6 +47,10 @@ hcomm_status_t hcomm_shm_attach(void *base, size_t bytes, int rank, int size,
 void hcomm_shm_destroy(hcomm_shm_t *shm) {
     if (!shm) return;
     if (shm->owns_mapping) munmap(shm->base, shm->bytes);
+    for (int i = 0; i < shm->nregions; i++)
+        munmap(shm->regions[i].base,
+               shm->regions[i].stride * (size_t)shm->size);
+    free(shm->regions);
     free(shm->known);
     free(shm);
 }
@@ -105,16 +109,9 @@ static int cma_reaches_all(hcomm_shm_t *shm) {
     return 1;
 }
 
-hcomm_status_t hcomm_shm_create(MPI_Comm comm, hcomm_shm_t **out) {
-    int rank, size;
-    *out = NULL;
+void *hcomm_shm_map_shared(MPI_Comm comm, size_t bytes) {
+    int rank;
     PMPI_Comm_rank(comm, &rank);
-    PMPI_Comm_size(comm, &size);
-    size_t slot = (size_t)hcomm_cfg_int(HCOMM_CFG_SHM_SLOT_SIZE);
-    if (size < 2 || slot == 0) return HCOMM_SUCCESS;
-    slot = (slot + 63) & ~(size_t)63;
-    size_t bytes = hcomm_shm_segment_bytes(size, slot);
-
     struct {
         char name[64];
         int ok;
@@ -132,19 +129,39 @@ hcomm_status_t hcomm_shm_create(MPI_Comm comm, hcomm_shm_t **out) {
         if (!base)
             hcomm_info("shm: cannot map %s: %s", msg.name, strerror(errno));
     }
-    hcomm_shm_t *shm = NULL;
-    if (base && hcomm_shm_attach(base, bytes, rank, size, slot, 0, &shm) !=
-                    HCOMM_SUCCESS) {
+    /* Every rank has mapped it (or failed): the name can go. */
+    int ok = base != NULL, all_ok = 0;
+    PMPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, comm);
+    if (rank == 0 && msg.ok) shm_unlink(msg.name);
+    if (!all_ok && base) {
         munmap(base, bytes);
         base = NULL;
     }
-    if (shm) shm->owns_mapping = 1;
-    /* Every rank has mapped it (or failed): the name can go. */
-    int ok = shm != NULL, all_ok = 0;
+    return base;
+}
+
+hcomm_status_t hcomm_shm_create(MPI_Comm comm, hcomm_shm_t **out) {
+    int rank, size;
+    *out = NULL;
+    PMPI_Comm_rank(comm, &rank);
+    PMPI_Comm_size(comm, &size);
+    size_t slot = (size_t)hcomm_cfg_int(HCOMM_CFG_SHM_SLOT_SIZE);
+    if (size < 2 || slot == 0) return HCOMM_SUCCESS;
+    slot = (slot + 63) & ~(size_t)63;
+    size_t bytes = hcomm_shm_segment_bytes(size, slot);
+    void *base = hcomm_shm_map_shared(comm, bytes);
+    if (!base) return HCOMM_SUCCESS;
+    hcomm_shm_t *shm = NULL;
+    int ok = hcomm_shm_attach(base, bytes, rank, size, slot, 0, &shm) ==
+             HCOMM_SUCCESS,
+        all_ok = 0;
     PMPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, comm);
-    if (rank == 0 && msg.ok) shm_unlink(msg.name);
+    if (shm) shm->owns_mapping = 1;
     if (!all_ok) {
-        hcomm_shm_destroy(shm);
+        if (shm)
+            hcomm_shm_destroy(shm);
+        else
+            munmap(base, bytes);
         return HCOMM_SUCCESS;
     }
     int cma = cma_reaches_all(shm), all_cma = 0;
@@ -154,4 +171,54 @@ hcomm_status_t hcomm_shm_create(MPI_Comm comm, hcomm_shm_t **out) {
                 size, all_cma ? "on" : "off");
     *out = shm;
     return HCOMM_SUCCESS;
+}
+
+hcomm_status_t hcomm_shm_region_add(hcomm_shm_t *shm, char *base, size_t stride,
+                                    uint32_t *id) {
+    if (shm->nregions == shm->region_cap) {
+        int cap = shm->region_cap ? 2 * shm->region_cap : 4;
+        hcomm_shm_region_t *r = realloc(shm->regions, (size_t)cap * sizeof(*r));
+        if (!r) return hcomm_error(HCOMM_ERR_NO_MEMORY, "no memory");
+        shm->regions = r;
+        shm->region_cap = cap;
+    }
+    *id = ++shm->last_region_id;
+    shm->regions[shm->nregions++] = (hcomm_shm_region_t){*id, base, stride};
+    return HCOMM_SUCCESS;
+}
+
+const hcomm_shm_region_t *hcomm_shm_region_find(const hcomm_shm_t *shm,
+                                                const void *p, size_t len,
+                                                size_t *off) {
+    uintptr_t a = (uintptr_t)p;
+    for (int i = 0; i < shm->nregions; i++) {
+        const hcomm_shm_region_t *r = &shm->regions[i];
+        uintptr_t lo = (uintptr_t)r->base + (uintptr_t)shm->rank * r->stride;
+        if (a >= lo && len <= r->stride && a - lo <= r->stride - len) {
+            *off = (size_t)(a - lo);
+            return r;
+        }
+    }
+    return NULL;
+}
+
+char *hcomm_shm_region_peer(const hcomm_shm_t *shm, uint32_t id, int rank,
+                            size_t off) {
+    for (int i = 0; i < shm->nregions; i++)
+        if (shm->regions[i].id == id)
+            return shm->regions[i].base +
+                   (size_t)rank * shm->regions[i].stride + off;
+    return NULL;
+}
+
+int hcomm_shm_region_remove(hcomm_shm_t *shm, const void *ptr) {
+    for (int i = 0; i < shm->nregions; i++) {
+        hcomm_shm_region_t *r = &shm->regions[i];
+        if (r->base + (size_t)shm->rank * r->stride != (const char *)ptr)
+            continue;
+        munmap(r->base, r->stride * (size_t)shm->size);
+        *r = shm->regions[--shm->nregions];
+        return 1;
+    }
+    return 0;
 }

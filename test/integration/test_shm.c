@@ -3,7 +3,8 @@
  * communicator exists, and allreduce, allgather and broadcast give exact
  * results with the node map as found and, on 4 ranks, as 1 node x 4 (direct
  * algorithms) and 2 nodes x 2 (hierarchical plans) through
- * HCOMM_OVERRIDE_TOPO; reduce_scatter (hierarchical across nodes) too.
+ * HCOMM_OVERRIDE_TOPO; reduce_scatter (hierarchical across nodes) too;
+ * and registered memory (hcomm_mem_alloc) on each.
  *
  * test_shm PIDFILE [kill]: rank 0 writes its pid (which names the
  * segment) to PIDFILE; with "kill" the last rank dies by SIGKILL after the
@@ -124,10 +125,76 @@ static void check_reduce_scatter(hcomm_comm_t comm, const char *what) {
     }
 }
 
+/* hcomm_mem_alloc: collectives on registered buffers (large enough for
+ * the direct-read path), in place and not; and its errors, on every rank
+ * alike. */
+static void check_registered(hcomm_comm_t comm, const char *what) {
+    size_t n = (size_t)1 << 20; /* float32: 4 MiB */
+    float *a = NULL, *b = NULL;
+    CHECK_OK(hcomm_mem_alloc(comm, n * sizeof(float), (void **)&a));
+    CHECK_OK(hcomm_mem_alloc(comm, n * sizeof(float), (void **)&b));
+    if (!a || !b) return;
+    for (int inplace = 0; inplace < 2; inplace++) {
+        for (size_t i = 0; i < n; i++)
+            a[i] = b[i] = (float)((size_t)(rank + 1) * (i % 100));
+        CHECK_OK(hcomm_allreduce(inplace ? b : a, b, n, HCOMM_FLOAT32,
+                                 HCOMM_SUM, comm));
+        size_t bad = 0;
+        for (size_t i = 0; i < n; i++)
+            bad +=
+                b[i] != (float)((size_t)nranks * (nranks + 1) / 2 * (i % 100));
+        CHECK(bad == 0, "%s: registered allreduce %s: %zu wrong", what,
+              inplace ? "in place" : "out of place", bad);
+    }
+    size_t block = (size_t)256 << 10;
+    unsigned char *all = NULL;
+    CHECK_OK(hcomm_mem_alloc(comm, block * (size_t)nranks, (void **)&all));
+    if (all) {
+        for (size_t i = 0; i < block; i++)
+            all[(size_t)rank * block + i] = byte_of(rank, i);
+        CHECK_OK(hcomm_allgather(all + (size_t)rank * block, all, block,
+                                 HCOMM_UINT8, comm));
+        size_t bad = 0;
+        for (int q = 0; q < nranks; q++)
+            for (size_t i = 0; i < block; i++)
+                bad += all[(size_t)q * block + i] != byte_of(q, i);
+        CHECK(bad == 0, "%s: registered allgather: %zu wrong", what, bad);
+        for (int root = 0; root < nranks; root++) {
+            for (size_t i = 0; i < block; i++)
+                all[i] = rank == root ? byte_of(root, i) : 0;
+            CHECK_OK(hcomm_broadcast(all, block, HCOMM_UINT8, root, comm));
+            bad = 0;
+            for (size_t i = 0; i < block; i++)
+                bad += all[i] != byte_of(root, i);
+            CHECK(bad == 0, "%s: registered bcast root %d: %zu wrong", what,
+                  root, bad);
+        }
+    }
+    CHECK_OK(hcomm_mem_free(comm, a));
+    CHECK_OK(hcomm_mem_free(comm, b));
+    CHECK_OK(hcomm_mem_free(comm, all));
+    CHECK_OK(hcomm_mem_free(comm, NULL));
+    int local = 0;
+    CHECK(hcomm_mem_free(comm, &local) == HCOMM_ERR_INVALID_ARG,
+          "%s: freeing memory hcomm_mem_alloc did not give", what);
+    void *p = &local;
+    CHECK_OK(hcomm_mem_alloc(comm, 0, &p));
+    CHECK(p == NULL, "%s: 0 bytes gave %p", what, p);
+    if (nranks > 1) {
+        CHECK(hcomm_mem_alloc(comm, rank ? 200 : 100, &p) ==
+                  HCOMM_ERR_INVALID_ARG,
+              "%s: different sizes accepted", what);
+        CHECK(hcomm_mem_alloc(comm, 64, rank ? &p : NULL) ==
+                  HCOMM_ERR_INVALID_ARG,
+              "%s: a NULL output pointer on rank 0 accepted", what);
+    }
+}
+
 static void check_all(hcomm_comm_t comm, const char *what) {
     check_allreduce(comm, what);
     check_allgather_bcast(comm, what);
     check_reduce_scatter(comm, what);
+    check_registered(comm, what);
 }
 
 /* 4 ranks through an override file: ranks_of_node0 on one node, the rest
