@@ -132,7 +132,6 @@ static hcomm_status_t run_direct(const call_t *k, hcomm_comm_impl_t *c,
     if (st == HCOMM_SUCCESS)
         st = hcomm_request_start(req, c, k->coll, NULL, NULL, !out);
     if (st != HCOMM_SUCCESS) {
-        hcomm_shm_op_finish(&req->direct);
         if (out) free(req);
         return st;
     }

@@ -99,13 +99,12 @@ static uint32_t request_seq(const struct hcomm_request *req) {
 
 static void release(struct hcomm_request *req) {
     list_remove(req);
-    if (!req->plan)
-        hcomm_shm_op_finish(&req->direct);
-    else if (req->status == HCOMM_SUCCESS)
+    if (!req->plan) return; /* a direct call holds nothing */
+    if (req->status == HCOMM_SUCCESS)
         hcomm_exec_finish(&req->exec);
     else
         hcomm_exec_abort(&req->exec);
-    if (req->plan) hcomm_comm_plan_put(req->comm, req->plan);
+    hcomm_comm_plan_put(req->comm, req->plan);
 }
 
 static hcomm_status_t timed_out(struct hcomm_request *req, double waited) {

@@ -55,6 +55,7 @@ typedef struct hcomm_shm {
     hcomm_shm_region_t *regions;
     int nregions, region_cap;
     uint32_t last_region_id;
+    char *bounce; /* CMA reads before reducing (allocated on first use) */
 } hcomm_shm_t;
 
 typedef enum {
@@ -112,7 +113,6 @@ typedef struct {
     int root;
     hcomm_reduce_fn_t reduce;
     hcomm_scale_fn_t scale;      /* HCOMM_AVG, else NULL */
-    char *bounce;                /* CMA reads before reducing */
     uint64_t first, seq;         /* first and current round number */
     size_t rounds, round, chunk; /* chunk: elements per round */
     int phase;
@@ -130,8 +130,6 @@ hcomm_status_t hcomm_shm_op_start(hcomm_shm_op_t *op, hcomm_shm_t *shm,
 /* Advances as far as the peers allow: HCOMM_ERR_IN_PROGRESS, HCOMM_SUCCESS
  * or an error (a failed cross-memory read). */
 hcomm_status_t hcomm_shm_op_progress(hcomm_shm_op_t *op);
-/* Releases what the call holds (after completion or on abort). */
-void hcomm_shm_op_finish(hcomm_shm_op_t *op);
 /* What an incomplete call waits for, for the timeout message. */
 void hcomm_shm_op_describe(const hcomm_shm_op_t *op, char *out, size_t len);
 

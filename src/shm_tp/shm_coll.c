@@ -93,8 +93,9 @@ hcomm_status_t hcomm_shm_op_start(hcomm_shm_op_t *op, hcomm_shm_t *shm,
     if (algo == HCOMM_SHM_CMA) {
         op->chunk = count;
         op->rounds = count ? 1 : 0;
-        if (coll == HCOMM_COLL_ALLREDUCE &&
-            !(op->bounce = malloc(BOUNCE_BYTES)))
+        /* Calls on a communicator run one at a time: they share one. */
+        if (coll == HCOMM_COLL_ALLREDUCE && !shm->bounce &&
+            !(shm->bounce = malloc(BOUNCE_BYTES)))
             return hcomm_error(HCOMM_ERR_NO_MEMORY, "no memory for shm bounce");
     } else {
         op->chunk = shm->slot_bytes / esize;
@@ -104,11 +105,6 @@ hcomm_status_t hcomm_shm_op_start(hcomm_shm_op_t *op, hcomm_shm_t *shm,
     op->seq = op->first;
     shm->next_seq += op->rounds;
     return HCOMM_SUCCESS;
-}
-
-void hcomm_shm_op_finish(hcomm_shm_op_t *op) {
-    free(op->bounce);
-    op->bounce = NULL;
 }
 
 /* Publishes where this rank's buffer of len bytes is: a region id and
@@ -249,9 +245,9 @@ static hcomm_status_t cma_reduce(hcomm_shm_op_t *op) {
             const char *src = peer_buffer(op, r, 0, off);
             if (!src) {
                 hcomm_status_t st =
-                    peer_copy(op, r, 0, off, op->bounce, n * es);
+                    peer_copy(op, r, 0, off, shm->bounce, n * es);
                 if (st != HCOMM_SUCCESS) return st;
-                src = op->bounce;
+                src = shm->bounce;
             }
             op->reduce(dst, acc, src, n);
             acc = dst;

@@ -51,6 +51,7 @@ void hcomm_shm_destroy(hcomm_shm_t *shm) {
         munmap(shm->regions[i].base,
                shm->regions[i].stride * (size_t)shm->size);
     free(shm->regions);
+    free(shm->bounce);
     free(shm->known);
     free(shm);
 }

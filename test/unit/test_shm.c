@@ -134,8 +134,6 @@ static void allreduce_case(rank_t *rk, hcomm_shm_algo_t algo, hcomm_dtype_t dt,
         st = hcomm_shm_op_start(&b, rk->shm, algo, HCOMM_COLL_ALLREDUCE, send,
                                 recv2, n, es, 0, fn, sc);
     if (st == HCOMM_SUCCESS) st = drive(&a, pair ? &b : NULL);
-    hcomm_shm_op_finish(&a);
-    if (pair) hcomm_shm_op_finish(&b);
     if (st != HCOMM_SUCCESS)
         note_failure(rk, "allreduce %s failed: %s", algo_name(algo),
                      hcomm_strerror(st));
@@ -171,7 +169,6 @@ static void allgather_case(rank_t *rk, hcomm_shm_algo_t algo, size_t n,
         hcomm_shm_op_start(&op, rk->shm, algo, HCOMM_COLL_ALLGATHER, mine, recv,
                            n, 1, 0, NULL, NULL);
     if (st == HCOMM_SUCCESS) st = drive(&op, NULL);
-    hcomm_shm_op_finish(&op);
     for (int r = 0; r < P && st == HCOMM_SUCCESS; r++)
         for (size_t i = 0; i < n; i++)
             if (recv[(size_t)r * n + i] != byte_of(r, i)) {
@@ -197,7 +194,6 @@ static void bcast_case(rank_t *rk, hcomm_shm_algo_t algo, size_t n, int root) {
     hcomm_status_t st = hcomm_shm_op_start(&op, rk->shm, algo, HCOMM_COLL_BCAST,
                                            buf, buf, n, 1, root, NULL, NULL);
     if (st == HCOMM_SUCCESS) st = drive(&op, NULL);
-    hcomm_shm_op_finish(&op);
     if (st != HCOMM_SUCCESS)
         note_failure(rk, "bcast failed: %s", hcomm_strerror(st));
     for (size_t i = 0; i < n && st == HCOMM_SUCCESS; i++)
