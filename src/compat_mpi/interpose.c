@@ -185,6 +185,17 @@ static int parse_intercept(const char *s, unsigned *mask) {
 
 /* --- the communicator cache ---------------------------------------------- */
 
+/* The last entry each thread looked up, valid while no entry has been
+ * deleted since (a freed MPI_Comm's handle may come back for another
+ * communicator): asking MPI for the attribute costs more than the rest of
+ * a small call. */
+static atomic_uint deletions;
+static _Thread_local struct {
+    MPI_Comm comm;
+    hcmpi_comm_t *entry;
+    unsigned deletions;
+} last_lookup __attribute__((tls_model("initial-exec")));
+
 static pthread_mutex_t deferred_lock = PTHREAD_MUTEX_INITIALIZER;
 static hcmpi_comm_t *deferred; /* entries whose requests still run */
 
@@ -221,6 +232,7 @@ static int comm_delete(MPI_Comm comm, int keyval, void *value, void *extra) {
     (void)keyval;
     (void)extra;
     hcmpi_comm_t *e = value;
+    atomic_fetch_add_explicit(&deletions, 1, memory_order_release);
     if (e && !free_entry(e)) {
         pthread_mutex_lock(&deferred_lock);
         e->next = deferred;
@@ -268,12 +280,25 @@ static hcmpi_comm_t *comm_create(MPI_Comm comm) {
 hcmpi_comm_t *hcmpi_comm_get(MPI_Comm comm, hcmpi_why_t *why) {
     void *value = NULL;
     int flag = 0;
-    if (comm == MPI_COMM_NULL ||
-        PMPI_Comm_get_attr(comm, comm_keyval, &value, &flag) != MPI_SUCCESS) {
-        *why = HCMPI_WHY_ARGS;
-        return NULL;
+    hcmpi_comm_t *e;
+    unsigned seen = atomic_load_explicit(&deletions, memory_order_acquire);
+    if (last_lookup.entry && last_lookup.comm == comm &&
+        last_lookup.deletions == seen) {
+        e = last_lookup.entry;
+    } else {
+        if (comm == MPI_COMM_NULL ||
+            PMPI_Comm_get_attr(comm, comm_keyval, &value, &flag) !=
+                MPI_SUCCESS) {
+            *why = HCMPI_WHY_ARGS;
+            return NULL;
+        }
+        e = flag ? value : comm_create(comm);
+        if (e) {
+            last_lookup.comm = comm;
+            last_lookup.entry = e;
+            last_lookup.deletions = seen;
+        }
     }
-    hcmpi_comm_t *e = flag ? value : comm_create(comm);
     if (!e || !e->comm) {
         *why = e ? e->why : HCMPI_WHY_COMM_SETUP;
         return NULL;

@@ -8,20 +8,10 @@
  * where one rank passes a derived datatype and another a predefined one is
  * not supported: the first would go to MPI and the second to HCOMM, and
  * they would never meet. */
-#include "coll/select.h"
 #include "compat_mpi/interpose.h"
 
 #include <stdint.h>
 #include <string.h>
-
-/* The same choice api.c makes: NULL means HCOMM has no algorithm for coll,
- * which is true on every rank alike. Asked before the communicator is made,
- * so that calls HCOMM cannot run yet cost no setup. */
-static int implemented(hcomm_coll_t coll, int count, hcomm_dtype_t dtype,
-                       int size) {
-    return hcomm_select(coll, (size_t)count * hcomm_dtype_size(dtype), size,
-                        1) != NULL;
-}
 
 /* After HCOMM ran: 1 and *rc, or 0 where nothing was sent and MPI should
  * have the call (it then reports errors exactly as without us). */
@@ -71,8 +61,6 @@ int hcmpi_try_allreduce(const void *sendbuf, void *recvbuf, int count,
     if (OUTSIDE(k, bytes_of(count, t)))
         return hcmpi_fallback(k, HCMPI_WHY_SIZE);
     if (!(c = hcmpi_comm_get(comm, &why))) return hcmpi_fallback(k, why);
-    if (!implemented(HCOMM_COLL_ALLREDUCE, count, t, c->size))
-        return hcmpi_fallback(k, HCMPI_WHY_UNSUPPORTED);
     if (sendbuf == MPI_IN_PLACE) sendbuf = recvbuf;
     ENTER();
     hcomm_status_t st =
@@ -100,8 +88,6 @@ int hcmpi_try_iallreduce(const void *sendbuf, void *recvbuf, int count,
     if (OUTSIDE(k, bytes_of(count, t)))
         return hcmpi_fallback(k, HCMPI_WHY_SIZE);
     if (!(c = hcmpi_comm_get(comm, &why))) return hcmpi_fallback(k, why);
-    if (!implemented(HCOMM_COLL_ALLREDUCE, count, t, c->size))
-        return hcmpi_fallback(k, HCMPI_WHY_UNSUPPORTED);
     if (sendbuf == MPI_IN_PLACE) sendbuf = recvbuf;
     ENTER();
     hcomm_status_t st =
@@ -124,8 +110,8 @@ static int same_sides(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
  * mapped type on both sides (or in place), a positive count, the
  * communicator, the size window. 1 with *t and *c set; else the fallback is
  * counted and 0 returned. */
-static int take_blocks(hcmpi_coll_t k, hcomm_coll_t coll, const void *sendbuf,
-                       int sendcount, MPI_Datatype sendtype, int recvcount,
+static int take_blocks(hcmpi_coll_t k, const void *sendbuf, int sendcount,
+                       MPI_Datatype sendtype, int recvcount,
                        MPI_Datatype recvtype, MPI_Comm comm, hcomm_dtype_t *t,
                        hcmpi_comm_t **c) {
     hcmpi_why_t why;
@@ -138,8 +124,6 @@ static int take_blocks(hcmpi_coll_t k, hcomm_coll_t coll, const void *sendbuf,
     if (!(*c = hcmpi_comm_get(comm, &why))) return hcmpi_fallback(k, why);
     if (OUTSIDE(k, (size_t)(*c)->size * bytes_of(recvcount, *t)))
         return hcmpi_fallback(k, HCMPI_WHY_SIZE);
-    if (!implemented(coll, recvcount, *t, (*c)->size))
-        return hcmpi_fallback(k, HCMPI_WHY_UNSUPPORTED);
     return 1;
 }
 
@@ -149,8 +133,8 @@ int hcmpi_try_allgather(const void *sendbuf, int sendcount,
     const hcmpi_coll_t k = HCMPI_ALLGATHER;
     hcomm_dtype_t t;
     hcmpi_comm_t *c;
-    if (!take_blocks(k, HCOMM_COLL_ALLGATHER, sendbuf, sendcount, sendtype,
-                     recvcount, recvtype, comm, &t, &c))
+    if (!take_blocks(k, sendbuf, sendcount, sendtype, recvcount, recvtype, comm,
+                     &t, &c))
         return 0;
     /* MPI_IN_PLACE: our block already sits in recvbuf, which is HCOMM's
      * in-place form. A send buffer inside recvbuf elsewhere moves there
@@ -187,8 +171,6 @@ int hcmpi_try_bcast(void *buf, int count, MPI_Datatype dtype, int root,
         return hcmpi_fallback(k, HCMPI_WHY_SIZE);
     if (!(c = hcmpi_comm_get(comm, &why))) return hcmpi_fallback(k, why);
     if (root < 0 || root >= c->size) return hcmpi_fallback(k, HCMPI_WHY_ARGS);
-    if (!implemented(HCOMM_COLL_BCAST, count, t, c->size))
-        return hcmpi_fallback(k, HCMPI_WHY_UNSUPPORTED);
     ENTER();
     hcomm_status_t st = hcomm_broadcast(buf, (size_t)count, t, root, c->comm);
     LEAVE();
@@ -212,8 +194,6 @@ int hcmpi_try_reduce(const void *sendbuf, void *recvbuf, int count,
         return hcmpi_fallback(k, HCMPI_WHY_SIZE);
     if (!(c = hcmpi_comm_get(comm, &why))) return hcmpi_fallback(k, why);
     if (root < 0 || root >= c->size) return hcmpi_fallback(k, HCMPI_WHY_ARGS);
-    if (!implemented(HCOMM_COLL_REDUCE, count, t, c->size))
-        return hcmpi_fallback(k, HCMPI_WHY_UNSUPPORTED);
     if (sendbuf == MPI_IN_PLACE) sendbuf = recvbuf; /* the root's only */
     ENTER();
     hcomm_status_t st =
@@ -238,8 +218,6 @@ int hcmpi_try_reduce_scatter_block(const void *sendbuf, void *recvbuf,
     if (!(c = hcmpi_comm_get(comm, &why))) return hcmpi_fallback(k, why);
     if (OUTSIDE(k, (size_t)c->size * bytes_of(recvcount, t)))
         return hcmpi_fallback(k, HCMPI_WHY_SIZE);
-    if (!implemented(HCOMM_COLL_REDUCE_SCATTER, recvcount, t, c->size))
-        return hcmpi_fallback(k, HCMPI_WHY_UNSUPPORTED);
     size_t block = (size_t)recvcount * hcomm_dtype_size(t);
     char *mine = recvbuf;
     /* MPI in place reads size blocks from recvbuf and leaves the result in
@@ -264,8 +242,8 @@ int hcmpi_try_alltoall(const void *sendbuf, int sendcount,
     const hcmpi_coll_t k = HCMPI_ALLTOALL;
     hcomm_dtype_t t;
     hcmpi_comm_t *c;
-    if (!take_blocks(k, HCOMM_COLL_ALLTOALL, sendbuf, sendcount, sendtype,
-                     recvcount, recvtype, comm, &t, &c))
+    if (!take_blocks(k, sendbuf, sendcount, sendtype, recvcount, recvtype, comm,
+                     &t, &c))
         return 0;
     if (sendbuf == MPI_IN_PLACE) sendbuf = recvbuf; /* HCOMM's in place */
     ENTER();
@@ -281,8 +259,6 @@ int hcmpi_try_barrier(MPI_Comm comm, int *rc) {
     hcmpi_comm_t *c;
     if (!hcmpi_wants(k)) return hcmpi_fallback(k, hcmpi_why_not());
     if (!(c = hcmpi_comm_get(comm, &why))) return hcmpi_fallback(k, why);
-    if (!implemented(HCOMM_COLL_BARRIER, 0, HCOMM_UINT8, c->size))
-        return hcmpi_fallback(k, HCMPI_WHY_UNSUPPORTED);
     ENTER();
     hcomm_status_t st = hcomm_barrier(c->comm);
     LEAVE();

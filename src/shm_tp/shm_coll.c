@@ -50,23 +50,26 @@ static void publish(hcomm_shm_op_t *op, hcomm_shm_flag_t f) {
                           op->seq, memory_order_release);
 }
 
-/* Reads bytes at a peer's address into local memory. */
-static hcomm_status_t cma_read(const hcomm_shm_op_t *op, int peer, void *dst,
-                               uint64_t src, size_t bytes) {
+/* Copies bytes between local memory and a peer's address: reads them
+ * into local, or, with to_peer, writes them from local. */
+static hcomm_status_t cma_copy(const hcomm_shm_op_t *op, int peer, void *local,
+                               uint64_t remote, size_t bytes, int to_peer) {
     pid_t pid = hcomm_shm_info(op->shm, peer)->pid;
-    char *d = dst;
+    char *l = local;
     while (bytes > 0) {
-        struct iovec local = {d, bytes};
-        struct iovec remote = {(void *)(uintptr_t)src, bytes};
-        ssize_t got = process_vm_readv(pid, &local, 1, &remote, 1, 0);
+        struct iovec lv = {l, bytes};
+        struct iovec rv = {(void *)(uintptr_t)remote, bytes};
+        ssize_t got = to_peer ? process_vm_writev(pid, &lv, 1, &rv, 1, 0)
+                              : process_vm_readv(pid, &lv, 1, &rv, 1, 0);
         if (got <= 0)
             return hcomm_error(HCOMM_ERR_TRANSPORT,
-                               "shm: reading %zu bytes from rank %d (pid %d) "
+                               "shm: %s %zu bytes %s rank %d (pid %d) "
                                "failed: %s",
-                               bytes, peer, (int)pid,
-                               got < 0 ? strerror(errno) : "nothing read");
-        d += got;
-        src += (uint64_t)got;
+                               to_peer ? "writing" : "reading", bytes,
+                               to_peer ? "to" : "from", peer, (int)pid,
+                               got < 0 ? strerror(errno) : "nothing moved");
+        l += got;
+        remote += (uint64_t)got;
         bytes -= (size_t)got;
     }
     return HCOMM_SUCCESS;
@@ -139,9 +142,22 @@ static hcomm_status_t peer_copy(const hcomm_shm_op_t *op, int peer, int recv,
     }
     const hcomm_shm_info_t *info = hcomm_shm_info(op->shm, peer);
     int p = (int)(op->seq & 1);
-    return cma_read(op, peer, dst,
+    return cma_copy(op, peer, dst,
                     (recv ? info->recv_addr[p] : info->send_addr[p]) + off,
-                    bytes);
+                    bytes, 0);
+}
+
+/* Copies bytes from src into a peer's receive buffer at off. */
+static hcomm_status_t peer_write(const hcomm_shm_op_t *op, int peer, size_t off,
+                                 const void *src, size_t bytes) {
+    char *dst = (char *)peer_buffer(op, peer, 1, off);
+    if (dst) {
+        memcpy(dst, src, bytes);
+        return HCOMM_SUCCESS;
+    }
+    const hcomm_shm_info_t *info = hcomm_shm_info(op->shm, peer);
+    return cma_copy(op, peer, (void *)src, info->recv_addr[op->seq & 1] + off,
+                    bytes, 1);
 }
 
 /* This round's elements: [offset, offset + n) of the call. */
@@ -167,7 +183,7 @@ static void publish_input(hcomm_shm_op_t *op) {
         publish_buffer(shm, op->recvbuf, rn, &info->recv_addr[p],
                        &info->recv_reg[p]);
     } else if (op->coll != HCOMM_COLL_BCAST || shm->rank == op->root) {
-        memcpy(hcomm_shm_in(shm, shm->rank, p, n), op->sendbuf + off, n);
+        memcpy(hcomm_shm_in(shm, shm->rank, op->seq, n), op->sendbuf + off, n);
     }
     publish(op, SHM_ARRIVE);
 }
@@ -183,16 +199,16 @@ static void prefetch(const char *p, size_t bytes) {
  * order, so all get bit-identical results. */
 static void oneshot_reduce(hcomm_shm_op_t *op) {
     hcomm_shm_t *shm = op->shm;
-    int p = (int)(op->seq & 1);
     size_t n = round_count(op), bytes = n * op->esize;
-    if (bytes > HCOMM_SHM_INLINE)
+    if (bytes > HCOMM_SHM_LINE - 8) /* beyond the counter's line */
         for (int r = 0; r < shm->size; r++)
-            if (r != shm->rank) prefetch(hcomm_shm_in(shm, r, p, bytes), bytes);
+            if (r != shm->rank)
+                prefetch(hcomm_shm_in(shm, r, op->seq, bytes), bytes);
     char *dst = op->recvbuf + round_offset(op) * op->esize;
-    op->reduce(dst, hcomm_shm_in(shm, 0, p, bytes),
-               hcomm_shm_in(shm, 1, p, bytes), n);
+    op->reduce(dst, hcomm_shm_in(shm, 0, op->seq, bytes),
+               hcomm_shm_in(shm, 1, op->seq, bytes), n);
     for (int r = 2; r < shm->size; r++)
-        op->reduce(dst, dst, hcomm_shm_in(shm, r, p, bytes), n);
+        op->reduce(dst, dst, hcomm_shm_in(shm, r, op->seq, bytes), n);
     if (op->scale) op->scale(dst, n, shm->size);
 }
 
@@ -205,10 +221,10 @@ static void twoshot_reduce(hcomm_shm_op_t *op) {
     size_t boff = hcomm_block_offset(n, shm->size, me) * op->esize;
     size_t bn = hcomm_block_count(n, shm->size, me);
     char *dst = hcomm_shm_res(shm, me, p);
-    op->reduce(dst, hcomm_shm_in(shm, 0, p, bytes) + boff,
-               hcomm_shm_in(shm, 1, p, bytes) + boff, bn);
+    op->reduce(dst, hcomm_shm_in(shm, 0, op->seq, bytes) + boff,
+               hcomm_shm_in(shm, 1, op->seq, bytes) + boff, bn);
     for (int r = 2; r < shm->size; r++)
-        op->reduce(dst, dst, hcomm_shm_in(shm, r, p, bytes) + boff, bn);
+        op->reduce(dst, dst, hcomm_shm_in(shm, r, op->seq, bytes) + boff, bn);
     if (op->scale) op->scale(dst, bn, shm->size);
 }
 
@@ -274,7 +290,6 @@ static hcomm_status_t cma_gather_blocks(hcomm_shm_op_t *op) {
 /* Allgather: every rank's block of the round into place. */
 static hcomm_status_t allgather_copy(hcomm_shm_op_t *op) {
     hcomm_shm_t *shm = op->shm;
-    int p = (int)(op->seq & 1);
     size_t block = op->count * op->esize;
     size_t off = round_offset(op) * op->esize, n = round_count(op) * op->esize;
     for (int r = 0; r < shm->size; r++) {
@@ -285,19 +300,40 @@ static hcomm_status_t allgather_copy(hcomm_shm_op_t *op) {
             hcomm_status_t st = peer_copy(op, r, 0, off, dst, n);
             if (st != HCOMM_SUCCESS) return st;
         } else {
-            memcpy(dst, hcomm_shm_in(shm, r, p, n), n);
+            memcpy(dst, hcomm_shm_in(shm, r, op->seq, n), n);
         }
     }
     return HCOMM_SUCCESS;
 }
 
-/* Broadcast, non-root: the root's data of the round. */
+/* Direct-read broadcast: the root would idle while every receiver copies
+ * the whole message, so it copies a share itself: receivers read the head
+ * of the message from the root, and the root writes the last 1/size of it
+ * into every receiver (each process then copies (size - 1) / size of the
+ * message). Where the tail starts, in bytes. */
+static size_t bcast_tail(const hcomm_shm_op_t *op) {
+    size_t bytes = op->count * op->esize;
+    return (bytes - bytes / (size_t)op->shm->size) & ~(size_t)63;
+}
+
+/* Broadcast: the receivers' part of the round (the root's, for a
+ * direct-read one). */
 static hcomm_status_t bcast_copy(hcomm_shm_op_t *op) {
-    int p = (int)(op->seq & 1);
     size_t off = round_offset(op) * op->esize, n = round_count(op) * op->esize;
-    if (op->algo == HCOMM_SHM_CMA)
-        return peer_copy(op, op->root, 0, off, op->recvbuf + off, n);
-    memcpy(op->recvbuf + off, hcomm_shm_in(op->shm, op->root, p, n), n);
+    if (op->algo != HCOMM_SHM_CMA) {
+        memcpy(op->recvbuf + off, hcomm_shm_in(op->shm, op->root, op->seq, n),
+               n);
+        return HCOMM_SUCCESS;
+    }
+    size_t tail = bcast_tail(op), bytes = op->count * op->esize;
+    if (op->shm->rank != op->root)
+        return peer_copy(op, op->root, 0, 0, op->recvbuf, tail);
+    for (int r = 0; r < op->shm->size; r++) {
+        if (r == op->root) continue;
+        hcomm_status_t st =
+            peer_write(op, r, tail, op->sendbuf + tail, bytes - tail);
+        if (st != HCOMM_SUCCESS) return st;
+    }
     return HCOMM_SUCCESS;
 }
 
@@ -321,6 +357,12 @@ static int after_arrive(hcomm_shm_op_t *op, hcomm_status_t *st) {
         *st = allgather_copy(op);
         return -1;
     default: /* broadcast */
+        if (op->algo == HCOMM_SHM_CMA) {
+            /* reduced: the root's writes are over */
+            if ((*st = bcast_copy(op)) != HCOMM_SUCCESS) return -1;
+            if (is_root) publish(op, SHM_REDUCED);
+            return is_root ? -1 : PHASE_REDUCED;
+        }
         if (!is_root) *st = bcast_copy(op);
         return -1;
     }
@@ -328,9 +370,12 @@ static int after_arrive(hcomm_shm_op_t *op, hcomm_status_t *st) {
 
 /* Whether this round's inputs are there: every peer's, or the root's. */
 static int inputs_arrived(hcomm_shm_op_t *op) {
+    if (op->coll == HCOMM_COLL_BCAST && op->shm->rank == op->root)
+        /* a direct-read root writes into the receivers' buffers */
+        return op->algo != HCOMM_SHM_CMA ||
+               all_reached(op, SHM_ARRIVE, op->seq);
     if (op->coll == HCOMM_COLL_BCAST)
-        return op->shm->rank == op->root ||
-               reached(op, op->root, SHM_ARRIVE, op->seq);
+        return reached(op, op->root, SHM_ARRIVE, op->seq);
     return all_reached(op, SHM_ARRIVE, op->seq);
 }
 
@@ -339,6 +384,28 @@ static int inputs_arrived(hcomm_shm_op_t *op) {
 static int waits_for_readers(const hcomm_shm_op_t *op) {
     if (op->algo != HCOMM_SHM_CMA) return 0;
     return op->coll != HCOMM_COLL_BCAST || op->shm->rank == op->root;
+}
+
+/* A broadcast root runs ahead of its receivers, so the next round's entry
+ * is likely written already: fetch it now, while this call returns and the
+ * next one starts (the root: take the line for writing). */
+static void prefetch_next_entry(const hcomm_shm_op_t *op) {
+    const hcomm_shm_t *shm = op->shm;
+    if (shm->rank == op->root)
+        __builtin_prefetch(hcomm_shm_entry(shm, shm->rank, op->seq + 1), 1);
+    else
+        __builtin_prefetch(hcomm_shm_entry(shm, op->root, op->seq + 1));
+}
+
+/* How many rounds back the peers must be done before this round may
+ * write: a round that lives in its ring entry reuses the entry of round
+ * seq - HCOMM_SHM_RING; any other writes the slots (or, for CMA, the
+ * buffer addresses) of its parity, last used by round seq - 2. */
+static uint64_t reuse_distance(const hcomm_shm_op_t *op) {
+    if (op->algo == HCOMM_SHM_ONESHOT &&
+        hcomm_shm_in_ring(round_count(op) * op->esize))
+        return HCOMM_SHM_RING;
+    return 2;
 }
 
 hcomm_status_t hcomm_shm_op_progress(hcomm_shm_op_t *op) {
@@ -354,9 +421,11 @@ hcomm_status_t hcomm_shm_op_progress(hcomm_shm_op_t *op) {
             if (shm->completed + 1 != op->first) return HCOMM_ERR_IN_PROGRESS;
             op->phase = PHASE_FREE;
             /* fall through */
-        case PHASE_FREE:
-            if (op->seq > 2 && !all_reached(op, SHM_DONE, op->seq - 2))
+        case PHASE_FREE: {
+            uint64_t lag = reuse_distance(op);
+            if (op->seq > lag && !all_reached(op, SHM_DONE, op->seq - lag))
                 return HCOMM_ERR_IN_PROGRESS;
+        }
             publish_input(op);
             op->phase = PHASE_ARRIVE;
             /* fall through */
@@ -369,6 +438,11 @@ hcomm_status_t hcomm_shm_op_progress(hcomm_shm_op_t *op) {
         }
             /* fall through */
         case PHASE_REDUCED:
+            if (op->coll == HCOMM_COLL_BCAST) { /* the root's writes */
+                if (!reached(op, op->root, SHM_REDUCED, op->seq))
+                    return HCOMM_ERR_IN_PROGRESS;
+                break;
+            }
             if (!all_reached(op, SHM_REDUCED, op->seq))
                 return HCOMM_ERR_IN_PROGRESS;
             if (op->algo == HCOMM_SHM_TWOSHOT)
@@ -386,6 +460,7 @@ hcomm_status_t hcomm_shm_op_progress(hcomm_shm_op_t *op) {
         }
         /* The round's reads are over. */
         publish(op, SHM_DONE);
+        if (op->coll == HCOMM_COLL_BCAST) prefetch_next_entry(op);
         if (waits_for_readers(op)) {
             op->phase = PHASE_DONE;
             continue;

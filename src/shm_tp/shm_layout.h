@@ -7,12 +7,18 @@
 #include <stdatomic.h>
 
 #define HCOMM_SHM_LINE 64
-/* Lines: arrive (parity 0), arrive (parity 1), reduced, done, info. */
-#define HCOMM_SHM_HEADER 512
-/* Rounds of at most this many bytes travel inside their parity's arrive
- * line, after the counter: a peer's data then costs no second cache miss,
- * and the next round writes the other line. */
-#define HCOMM_SHM_INLINE (HCOMM_SHM_LINE - 8)
+/* Lines: reduced, done, info (two). */
+#define HCOMM_SHM_COUNTERS (4 * HCOMM_SHM_LINE)
+/* Every round's arrive counter sits in an entry of a ring indexed by the
+ * round number, followed, when the round is small enough, by its data:
+ * a peer's data then costs no second cache miss. A rank may run
+ * HCOMM_SHM_RING small rounds ahead of its slowest peer (a broadcast root
+ * does), so it reads a peer's done counter once per several rounds, not
+ * every round. Larger rounds put their data in the slot of their parity. */
+#define HCOMM_SHM_RING 16
+#define HCOMM_SHM_ENTRY 512
+#define HCOMM_SHM_RING_DATA (HCOMM_SHM_ENTRY - 8)
+#define HCOMM_SHM_HEADER (HCOMM_SHM_COUNTERS + HCOMM_SHM_RING * HCOMM_SHM_ENTRY)
 
 typedef struct {
     int32_t pid;
@@ -24,6 +30,8 @@ typedef struct {
     uint64_t recv_addr[2];
     uint32_t send_reg[2], recv_reg[2];
 } hcomm_shm_info_t;
+_Static_assert(sizeof(hcomm_shm_info_t) <= 2 * HCOMM_SHM_LINE,
+               "the info fits its two lines");
 
 typedef enum { SHM_ARRIVE = 0, SHM_REDUCED = 1, SHM_DONE = 2 } hcomm_shm_flag_t;
 
@@ -42,28 +50,39 @@ static inline char *hcomm_shm_area(const hcomm_shm_t *shm, int rank) {
     return shm->base + (size_t)rank * shm->area_bytes;
 }
 
-/* The counter f of rank for round seq (arrive has a line per parity). */
+static inline char *hcomm_shm_entry(const hcomm_shm_t *shm, int rank,
+                                    uint64_t seq) {
+    return hcomm_shm_area(shm, rank) + HCOMM_SHM_COUNTERS +
+           (size_t)(seq % HCOMM_SHM_RING) * HCOMM_SHM_ENTRY;
+}
+
+/* The counter f of rank for round seq (arrive: the round's ring entry). */
 static inline _Atomic uint64_t *hcomm_shm_flag(const hcomm_shm_t *shm, int rank,
                                                hcomm_shm_flag_t f,
                                                uint64_t seq) {
-    size_t line = f == SHM_ARRIVE ? (size_t)(seq & 1) : (size_t)f + 1;
-    return (_Atomic uint64_t *)(void *)(hcomm_shm_area(shm, rank) +
-                                        line * HCOMM_SHM_LINE);
+    char *at = f == SHM_ARRIVE ? hcomm_shm_entry(shm, rank, seq)
+                               : hcomm_shm_area(shm, rank) +
+                                     (size_t)(f - 1) * HCOMM_SHM_LINE;
+    return (_Atomic uint64_t *)(void *)at;
 }
 
 static inline hcomm_shm_info_t *hcomm_shm_info(const hcomm_shm_t *shm,
                                                int rank) {
     return (hcomm_shm_info_t *)(void *)(hcomm_shm_area(shm, rank) +
-                                        4 * HCOMM_SHM_LINE);
+                                        2 * HCOMM_SHM_LINE);
 }
 
-/* Input slot of round parity p, for a round of bytes. */
-static inline char *hcomm_shm_in(const hcomm_shm_t *shm, int rank, int p,
+/* Whether a round of bytes travels in its ring entry. */
+static inline int hcomm_shm_in_ring(size_t bytes) {
+    return bytes <= HCOMM_SHM_RING_DATA;
+}
+
+/* Where rank puts its input of round seq, a round of bytes. */
+static inline char *hcomm_shm_in(const hcomm_shm_t *shm, int rank, uint64_t seq,
                                  size_t bytes) {
-    if (bytes <= HCOMM_SHM_INLINE)
-        return hcomm_shm_area(shm, rank) + (size_t)p * HCOMM_SHM_LINE + 8;
+    if (hcomm_shm_in_ring(bytes)) return hcomm_shm_entry(shm, rank, seq) + 8;
     return hcomm_shm_area(shm, rank) + HCOMM_SHM_HEADER +
-           (size_t)p * shm->slot_bytes;
+           (size_t)(seq & 1) * shm->slot_bytes;
 }
 
 /* Result slot of round parity p. */

@@ -190,7 +190,45 @@ static void check_registered(hcomm_comm_t comm, const char *what) {
     }
 }
 
+/* A broadcast root does not wait for its receivers: it runs up to the
+ * ring's depth of small rounds ahead. Receivers start late here, so the
+ * root fills the ring; then broadcasts of every small size (rotating
+ * roots) mix with allreduce and allgather rounds that use the slots. */
+static void check_run_ahead(hcomm_comm_t comm, const char *what) {
+    enum { CALLS = 300, ALONE = 100, MAX = 600 };
+    unsigned char buf[MAX], gathered[MAX * 8];
+    if (rank != 0) usleep(20000);
+    size_t bad = 0;
+    for (int k = 0; k < CALLS; k++) {
+        /* First all in ring entries (504 B), then across the boundary too. */
+        size_t n = 1 + (size_t)(k * 37) % (k < ALONE ? 500 : MAX);
+        int root = k < ALONE ? 0 : (k / 50) % nranks;
+        for (size_t i = 0; i < n; i++)
+            buf[i] = rank == root ? byte_of(k, i) : 0;
+        CHECK_OK(hcomm_broadcast(buf, n, HCOMM_UINT8, root, comm));
+        for (size_t i = 0; i < n; i++)
+            bad += buf[i] != byte_of(k, i);
+        if (k >= ALONE && k % 7 == 6) {
+            int32_t v = rank + k, sum = 0;
+            CHECK_OK(
+                hcomm_allreduce(&v, &sum, 1, HCOMM_INT32, HCOMM_SUM, comm));
+            bad += sum != nranks * k + nranks * (nranks - 1) / 2;
+        }
+        if (k >= ALONE && k % 13 == 12 && nranks <= 8) {
+            for (size_t i = 0; i < MAX; i++)
+                buf[i] = byte_of(rank + k, i);
+            CHECK_OK(hcomm_allgather(buf, gathered, MAX, HCOMM_UINT8, comm));
+            for (int q = 0; q < nranks; q++)
+                for (size_t i = 0; i < MAX; i++)
+                    bad += gathered[(size_t)q * MAX + i] != byte_of(q + k, i);
+        }
+    }
+    CHECK(bad == 0, "%s: %zu wrong bytes in back-to-back small calls", what,
+          bad);
+}
+
 static void check_all(hcomm_comm_t comm, const char *what) {
+    check_run_ahead(comm, what);
     check_allreduce(comm, what);
     check_allgather_bcast(comm, what);
     check_reduce_scatter(comm, what);
