@@ -60,7 +60,8 @@ typedef struct hcomm_shm {
 
 typedef enum {
     HCOMM_SHM_NONE = 0, /* not a direct call: use a plan */
-    HCOMM_SHM_ONESHOT,  /* everyone reduces everything from the slots */
+    HCOMM_SHM_ONESHOT,  /* from the slots: everyone reduces everything (its
+                         * own block, for reduce_scatter) or copies */
     HCOMM_SHM_TWOSHOT,  /* each reduces its block, then all copy results */
     HCOMM_SHM_CMA       /* as two-shot, reading peers' buffers directly */
 } hcomm_shm_algo_t;
@@ -106,7 +107,7 @@ hcomm_shm_algo_t hcomm_shm_select(const hcomm_shm_t *shm, hcomm_coll_t coll,
 typedef struct {
     hcomm_shm_t *shm;
     hcomm_shm_algo_t algo;
-    hcomm_coll_t coll; /* allreduce, allgather or bcast */
+    hcomm_coll_t coll; /* allreduce, reduce_scatter, allgather, bcast */
     const char *sendbuf;
     char *recvbuf;
     size_t count, esize; /* count: elements (per rank for allgather) */

@@ -97,11 +97,14 @@ hcomm_status_t hcomm_shm_op_start(hcomm_shm_op_t *op, hcomm_shm_t *shm,
         op->chunk = count;
         op->rounds = count ? 1 : 0;
         /* Calls on a communicator run one at a time: they share one. */
-        if (coll == HCOMM_COLL_ALLREDUCE && !shm->bounce &&
-            !(shm->bounce = malloc(BOUNCE_BYTES)))
+        if (coll != HCOMM_COLL_ALLGATHER && coll != HCOMM_COLL_BCAST &&
+            !shm->bounce && !(shm->bounce = malloc(BOUNCE_BYTES)))
             return hcomm_error(HCOMM_ERR_NO_MEMORY, "no memory for shm bounce");
     } else {
-        op->chunk = shm->slot_bytes / esize;
+        /* reduce_scatter: a round holds a piece of every rank's block */
+        size_t pieces =
+            coll == HCOMM_COLL_REDUCE_SCATTER ? (size_t)shm->size : 1;
+        op->chunk = shm->slot_bytes / esize / pieces;
         op->rounds = (count + op->chunk - 1) / op->chunk;
     }
     op->first = shm->next_seq;
@@ -168,6 +171,12 @@ static size_t round_count(const hcomm_shm_op_t *op) {
     size_t left = op->count - round_offset(op);
     return left < op->chunk ? left : op->chunk;
 }
+/* Bytes each rank puts in its slot (or ring entry) for the round. */
+static size_t round_in_bytes(const hcomm_shm_op_t *op) {
+    size_t n = round_count(op) * op->esize;
+    return op->coll == HCOMM_COLL_REDUCE_SCATTER ? n * (size_t)op->shm->size
+                                                 : n;
+}
 
 /* Puts this rank's part of the round where peers will find it. */
 static void publish_input(hcomm_shm_op_t *op) {
@@ -176,12 +185,19 @@ static void publish_input(hcomm_shm_op_t *op) {
     size_t off = round_offset(op) * op->esize, n = round_count(op) * op->esize;
     if (op->algo == HCOMM_SHM_CMA) {
         hcomm_shm_info_t *info = hcomm_shm_info(shm, shm->rank);
-        size_t rn = op->count * op->esize;
+        size_t rn = op->count * op->esize, sn = rn;
         if (op->coll == HCOMM_COLL_ALLGATHER) rn *= (size_t)shm->size;
-        publish_buffer(shm, op->sendbuf, op->count * op->esize,
-                       &info->send_addr[p], &info->send_reg[p]);
+        if (op->coll == HCOMM_COLL_REDUCE_SCATTER) sn *= (size_t)shm->size;
+        publish_buffer(shm, op->sendbuf, sn, &info->send_addr[p],
+                       &info->send_reg[p]);
         publish_buffer(shm, op->recvbuf, rn, &info->recv_addr[p],
                        &info->recv_reg[p]);
+    } else if (op->coll == HCOMM_COLL_REDUCE_SCATTER) {
+        /* this round's piece of every block, one after the other */
+        char *in = hcomm_shm_in(shm, shm->rank, op->seq, round_in_bytes(op));
+        for (int b = 0; b < shm->size; b++)
+            memcpy(in + (size_t)b * n,
+                   op->sendbuf + (size_t)b * op->count * op->esize + off, n);
     } else if (op->coll != HCOMM_COLL_BCAST || shm->rank == op->root) {
         memcpy(hcomm_shm_in(shm, shm->rank, op->seq, n), op->sendbuf + off, n);
     }
@@ -247,14 +263,17 @@ static void twoshot_gather(hcomm_shm_op_t *op) {
  * reads. */
 static hcomm_status_t cma_reduce(hcomm_shm_op_t *op) {
     hcomm_shm_t *shm = op->shm;
-    int me = shm->rank;
+    int me = shm->rank, rs = op->coll == HCOMM_COLL_REDUCE_SCATTER;
     size_t es = op->esize, step = BOUNCE_BYTES / es;
-    size_t boff = hcomm_block_offset(op->count, shm->size, me);
-    size_t bn = hcomm_block_count(op->count, shm->size, me);
+    /* reduce_scatter: blocks of count, and the receive buffer is the block */
+    size_t boff = rs ? (size_t)me * op->count
+                     : hcomm_block_offset(op->count, shm->size, me);
+    size_t bn = rs ? op->count : hcomm_block_count(op->count, shm->size, me);
+    char *block = rs ? op->recvbuf : op->recvbuf + boff * es;
     for (size_t done = 0; done < bn; done += step) {
         size_t n = bn - done < step ? bn - done : step;
         size_t off = (boff + done) * es;
-        char *dst = op->recvbuf + off;
+        char *dst = block + done * es;
         const char *acc = op->sendbuf + off;
         for (int r = 0; r < shm->size; r++) {
             if (r == me) continue;
@@ -269,8 +288,25 @@ static hcomm_status_t cma_reduce(hcomm_shm_op_t *op) {
             acc = dst;
         }
     }
-    if (op->scale) op->scale(op->recvbuf + boff * es, bn, shm->size);
+    if (op->scale) op->scale(block, bn, shm->size);
     return HCOMM_SUCCESS;
+}
+
+/* Reduce-scatter from the slots: this rank's piece of the round from every
+ * rank's slot, in rank order. */
+static void slots_reduce_scatter(hcomm_shm_op_t *op) {
+    hcomm_shm_t *shm = op->shm;
+    size_t n = round_count(op), in = round_in_bytes(op);
+    size_t mine = (size_t)shm->rank * n * op->esize;
+    char *dst = op->recvbuf + round_offset(op) * op->esize;
+    for (int r = 0; r < shm->size; r++)
+        if (r != shm->rank && in > HCOMM_SHM_LINE - 8)
+            prefetch(hcomm_shm_in(shm, r, op->seq, in) + mine, n * op->esize);
+    op->reduce(dst, hcomm_shm_in(shm, 0, op->seq, in) + mine,
+               hcomm_shm_in(shm, 1, op->seq, in) + mine, n);
+    for (int r = 2; r < shm->size; r++)
+        op->reduce(dst, dst, hcomm_shm_in(shm, r, op->seq, in) + mine, n);
+    if (op->scale) op->scale(dst, n, shm->size);
 }
 
 /* CMA allreduce, second half: the other blocks from their owners' receive
@@ -353,6 +389,12 @@ static int after_arrive(hcomm_shm_op_t *op, hcomm_status_t *st) {
             return -1;
         publish(op, SHM_REDUCED);
         return PHASE_REDUCED;
+    case HCOMM_COLL_REDUCE_SCATTER:
+        if (op->algo == HCOMM_SHM_CMA)
+            *st = cma_reduce(op);
+        else
+            slots_reduce_scatter(op);
+        return -1;
     case HCOMM_COLL_ALLGATHER:
         *st = allgather_copy(op);
         return -1;
@@ -402,8 +444,7 @@ static void prefetch_next_entry(const hcomm_shm_op_t *op) {
  * seq - HCOMM_SHM_RING; any other writes the slots (or, for CMA, the
  * buffer addresses) of its parity, last used by round seq - 2. */
 static uint64_t reuse_distance(const hcomm_shm_op_t *op) {
-    if (op->algo == HCOMM_SHM_ONESHOT &&
-        hcomm_shm_in_ring(round_count(op) * op->esize))
+    if (op->algo == HCOMM_SHM_ONESHOT && hcomm_shm_in_ring(round_in_bytes(op)))
         return HCOMM_SHM_RING;
     return 2;
 }
@@ -501,6 +542,9 @@ hcomm_shm_algo_t hcomm_shm_select(const hcomm_shm_t *shm, hcomm_coll_t coll,
         return shm->cma && bytes >= CMA_MIN_ALLREDUCE * (size_t)shm->size
                    ? HCOMM_SHM_CMA
                    : HCOMM_SHM_TWOSHOT;
+    case HCOMM_COLL_REDUCE_SCATTER: /* bytes: one block */
+        return shm->cma && bytes >= CMA_MIN_ALLREDUCE ? HCOMM_SHM_CMA
+                                                      : HCOMM_SHM_ONESHOT;
     case HCOMM_COLL_ALLGATHER:
     case HCOMM_COLL_BCAST:
         return shm->cma && bytes >= CMA_MIN_BLOCK ? HCOMM_SHM_CMA

@@ -4,7 +4,9 @@
  * results with the node map as found and, on 4 ranks, as 1 node x 4 (direct
  * algorithms) and 2 nodes x 2 (hierarchical plans) through
  * HCOMM_OVERRIDE_TOPO; reduce_scatter (hierarchical across nodes) too;
- * and registered memory (hcomm_mem_alloc) on each.
+ * and registered memory (hcomm_mem_alloc) on each. Across real hosts
+ * (test/multinode/netns.sh), the world has no segment and each host's
+ * communicator has one.
  *
  * test_shm PIDFILE [kill]: rank 0 writes its pid (which names the
  * segment) to PIDFILE; with "kill" the last rank dies by SIGKILL after the
@@ -270,11 +272,21 @@ int main(int argc, char **argv) {
             fclose(f);
         }
     }
+    /* On several hosts (test/multinode), the world has no segment; each
+     * host's communicator has its own. */
+    MPI_Comm host_mpi;
+    int host_ranks, one_host;
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank,
+                        MPI_INFO_NULL, &host_mpi);
+    MPI_Comm_size(host_mpi, &host_ranks);
+    MPI_Allreduce(&(int){host_ranks == nranks}, &one_host, 1, MPI_INT, MPI_MIN,
+                  MPI_COMM_WORLD);
     CHECK_OK(hcomm_init(&argc, &argv));
     hcomm_comm_t world = HCOMM_COMM_NULL;
     CHECK_OK(hcomm_comm_create(MPI_COMM_WORLD, &world));
-    CHECK(has_shm(world) == (nranks > 1), "world: shared segment %s",
-          nranks > 1 ? "missing" : "made for one rank");
+    CHECK(has_shm(world) == (one_host && nranks > 1),
+          "world: shared segment %s",
+          one_host ? "missing on one host" : "present across hosts");
     MPI_Barrier(MPI_COMM_WORLD);
     CHECK(leftover_segments(pid0) == 0, "a segment name is left in /dev/shm");
     if (argc > 2 && strcmp(argv[2], "kill") == 0) {
@@ -285,7 +297,23 @@ int main(int argc, char **argv) {
         hcomm_barrier(world);
     }
     check_all(world, "world");
-    if (nranks == 4) {
+    if (!one_host) {
+        hcomm_comm_t host = HCOMM_COMM_NULL;
+        CHECK_OK(hcomm_comm_create(host_mpi, &host));
+        CHECK(has_shm(host) == (host_ranks > 1), "host: shared segment %s",
+              host_ranks > 1 ? "missing" : "made for one rank");
+        /* The checks read rank and nranks: the host communicator's. */
+        int world_rank = rank, world_size = nranks;
+        MPI_Comm_rank(host_mpi, &rank);
+        nranks = host_ranks;
+        check_all(host, "host");
+        rank = world_rank;
+        nranks = world_size;
+        CHECK_OK(hcomm_comm_free(&host));
+    }
+    MPI_Comm_free(&host_mpi);
+    /* The override may only split a host, never join hosts. */
+    if (nranks == 4 && one_host) {
         check_override("{\"nodes\": [{\"ranks\": [0, 1, 2, 3]}]}", 1,
                        "1 node x 4");
         check_override("{\"nodes\": [{\"ranks\": [0, 1]}, "

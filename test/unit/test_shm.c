@@ -2,8 +2,9 @@
  * over one zeroed segment (cross-memory reads of the own pid work like a
  * peer's). Each rank thread runs the same long sequence of calls, never
  * synchronising outside the algorithms, so the flags alone must keep rounds
- * apart: every dtype x op, one-shot, two-shot and CMA, counts from 1 to past
- * many slots, in place and not, every broadcast root, and two non-blocking
+ * apart: every dtype x op, one-shot, two-shot and CMA (allreduce; slots and
+ * CMA for reduce_scatter), counts from 1 to past many slots, in place and
+ * not, allgather, every broadcast root, and two non-blocking
  * calls driven in reverse order. Results are compared element by element
  * with a reference reduced here in rank order (inputs are small integers,
  * so every order gives the same exact value). */
@@ -152,6 +153,45 @@ static void allreduce_case(rank_t *rk, hcomm_shm_algo_t algo, hcomm_dtype_t dt,
     free(recv2);
 }
 
+/* reduce_scatter: this rank's block of n of every rank's size * n. */
+static void reduce_scatter_case(rank_t *rk, hcomm_shm_algo_t algo,
+                                hcomm_dtype_t dt, hcomm_op_t op, size_t n,
+                                int inplace) {
+    size_t es = hcomm_dtype_size(dt), total = n * (size_t)rk->size;
+    size_t mine = (size_t)rk->rank * n * es;
+    char *send = malloc(total * es), *recv = malloc(n * es);
+    char *want = malloc(total * es), *peer = malloc(total * es);
+    fill(send, dt, total, rk->rank, op);
+    hcomm_reduce_fn_t fn = hcomm_kernel_reduce(dt, op);
+    hcomm_scale_fn_t sc = op == HCOMM_AVG ? hcomm_kernel_scale(dt) : NULL;
+    fill(want, dt, total, 0, op);
+    for (int r = 1; r < rk->size; r++) {
+        fill(peer, dt, total, r, op);
+        fn(want, want, peer, total);
+    }
+    if (sc) sc(want, total, rk->size);
+    memset(recv, 0x5a, n * es);
+    char *out = inplace ? send + mine : recv; /* hcomm.h's in-place form */
+    hcomm_shm_op_t a;
+    hcomm_status_t st =
+        hcomm_shm_op_start(&a, rk->shm, algo, HCOMM_COLL_REDUCE_SCATTER, send,
+                           out, n, es, 0, fn, sc);
+    if (st == HCOMM_SUCCESS) st = drive(&a, NULL);
+    if (st != HCOMM_SUCCESS)
+        note_failure(rk, "reduce_scatter %s failed: %s", algo_name(algo),
+                     hcomm_strerror(st));
+    else if (memcmp(out, want + mine, n * es))
+        note_failure(rk,
+                     "reduce_scatter %s dtype %d op %d count %zu inplace %d: "
+                     "wrong result on rank %d of %d",
+                     algo_name(algo), (int)dt, (int)op, n, inplace, rk->rank,
+                     rk->size);
+    free(send);
+    free(recv);
+    free(want);
+    free(peer);
+}
+
 static unsigned char byte_of(int r, size_t i) {
     return (unsigned char)(r * 31 + i * 7 + 1);
 }
@@ -220,6 +260,11 @@ static void *rank_main(void *arg) {
             allreduce_case(rk, algos[a], HCOMM_INT32, HCOMM_SUM, counts[c], 0,
                            1);
             if (algos[a] == HCOMM_SHM_TWOSHOT) continue;
+            for (int dt = 0; dt < HCOMM_DTYPE_COUNT; dt++)
+                for (int op = 0; op < HCOMM_OP_COUNT; op++)
+                    reduce_scatter_case(rk, algos[a], (hcomm_dtype_t)dt,
+                                        (hcomm_op_t)op, counts[c],
+                                        (int)((c + (size_t)op) % 2));
             allgather_case(rk, algos[a], counts[c], 0);
             allgather_case(rk, algos[a], counts[c], 1);
             for (int root = 0; root < rk->size; root++)
