@@ -1,4 +1,5 @@
 /* Entry points: argument checks, algorithm choice, plan, run. */
+#include "coll/hier_node.h"
 #include "coll/select.h"
 #include "core/config.h"
 #include "core/context.h"
@@ -171,6 +172,12 @@ static hcomm_status_t run(const call_t *k, hcomm_comm_t comm,
     if (!algo)
         return hcomm_error(HCOMM_ERR_UNSUPPORTED, "%s is not implemented yet",
                            hcomm_coll_name(k->coll));
+    if (!out && node_of && hcomm_hier_node_applies(c, k->coll, algo))
+        return k->coll == HCOMM_COLL_BCAST
+                   ? hcomm_hier_node_bcast(c, k->recvbuf, k->count, k->dtype,
+                                           k->root)
+                   : hcomm_hier_node_allreduce(c, k->sendbuf, k->recvbuf,
+                                               k->count, k->dtype, k->op);
     hcomm_plan_args_t pa = {.coll = k->coll,
                             .rank = c->rank,
                             .size = c->size,

@@ -202,6 +202,12 @@ hcomm_status_t hcomm_comm_dup(hcomm_comm_t comm, hcomm_comm_t *newcomm) {
 }
 
 static void destroy(hcomm_comm_impl_t *c) {
+    /* Sub-communicators, unless hcomm_comm_free_all took them first. */
+    hcomm_comm_impl_t *sub;
+    if (c->node_comm && hcomm_comm_lookup(c->node_comm, &sub) == HCOMM_SUCCESS)
+        destroy(sub);
+    if (c->rail_comm && hcomm_comm_lookup(c->rail_comm, &sub) == HCOMM_SUCCESS)
+        destroy(sub);
     for (int i = 0; i < HCOMM_PLAN_CACHE_SIZE; i++)
         if (c->plans[i].valid) hcomm_plan_release(&c->plans[i].plan);
     if (c->tp) c->tp->ops->destroy(c->tp);

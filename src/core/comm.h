@@ -32,6 +32,9 @@ typedef struct hcomm_comm_impl {
     struct hcomm_topo *topo;
     /* The shared segment when every rank is on one node, else NULL. */
     struct hcomm_shm *shm;
+    /* Several nodes: this rank's node and its rail (local rank i of every
+     * node), made on the first call that needs them (coll/hier_node.c). */
+    hcomm_comm_t node_comm, rail_comm;
     /* hcomm_mem_alloc's ordinary memory when there is no segment. */
     void **plain_mem;
     int nplain_mem;

@@ -229,12 +229,26 @@ static void check_run_ahead(hcomm_comm_t comm, const char *what) {
           bad);
 }
 
+/* Whether the communicator has split itself into nodes and rails: the
+ * hierarchical allreduce and broadcast on even nodes run their node stages
+ * on shared memory. */
+static int has_node_stages(hcomm_comm_t comm) {
+    hcomm_comm_impl_t *c;
+    return hcomm_comm_lookup(comm, &c) == HCOMM_SUCCESS && c->node_comm;
+}
+
 static void check_all(hcomm_comm_t comm, const char *what) {
     check_run_ahead(comm, what);
     check_allreduce(comm, what);
     check_allgather_bcast(comm, what);
     check_reduce_scatter(comm, what);
     check_registered(comm, what);
+    /* Small chunks: the hierarchical pipelines run many chunks, with a
+     * remainder, and several in flight. */
+    CHECK_OK(hcomm_config_set("HCOMM_CHUNK_SIZE", "4K"));
+    check_allreduce(comm, what);
+    check_allgather_bcast(comm, what);
+    CHECK_OK(hcomm_config_set("HCOMM_CHUNK_SIZE", "1M"));
 }
 
 /* 4 ranks through an override file: ranks_of_node0 on one node, the rest
@@ -253,6 +267,9 @@ static void check_override(const char *json, int want_shm, const char *what) {
     CHECK(has_shm(comm) == want_shm, "%s: shared segment %s", what,
           want_shm ? "missing" : "present across nodes");
     check_all(comm, what);
+    CHECK(has_node_stages(comm) == !want_shm,
+          "%s: node stages on shared memory %s", what,
+          want_shm ? "made on one node" : "not used on even nodes");
     CHECK_OK(hcomm_comm_free(&comm));
     CHECK_OK(hcomm_config_set("HCOMM_OVERRIDE_TOPO", ""));
     remove(path);
@@ -297,6 +314,12 @@ int main(int argc, char **argv) {
         hcomm_barrier(world);
     }
     check_all(world, "world");
+    int fewest, most;
+    MPI_Allreduce(&host_ranks, &fewest, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    MPI_Allreduce(&host_ranks, &most, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    CHECK(has_node_stages(world) == (!one_host && fewest == most && most > 1),
+          "world: node stages %s",
+          has_node_stages(world) ? "on uneven hosts" : "not used");
     if (!one_host) {
         hcomm_comm_t host = HCOMM_COMM_NULL;
         CHECK_OK(hcomm_comm_create(host_mpi, &host));

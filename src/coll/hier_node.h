@@ -1,0 +1,23 @@
+/* Hierarchical calls with their node stages on shared memory (see
+ * hier_node.c). */
+#ifndef HCOMM_COLL_HIER_NODE_H
+#define HCOMM_COLL_HIER_NODE_H
+
+#include "coll/select.h"
+#include "core/comm.h"
+
+/* Whether a blocking call of coll, for which algo was chosen, runs as node
+ * and rail stages: allreduce and broadcast, hierarchical chosen by size
+ * (not forced), topology-aware, several nodes of one size, at least 2
+ * ranks each. The same answer on every rank. */
+int hcomm_hier_node_applies(const hcomm_comm_impl_t *c, hcomm_coll_t coll,
+                            const hcomm_algo_t *algo);
+hcomm_status_t hcomm_hier_node_allreduce(hcomm_comm_impl_t *c,
+                                         const void *sendbuf, void *recvbuf,
+                                         size_t count, hcomm_dtype_t dtype,
+                                         hcomm_op_t op);
+hcomm_status_t hcomm_hier_node_bcast(hcomm_comm_impl_t *c, void *buf,
+                                     size_t count, hcomm_dtype_t dtype,
+                                     int root);
+
+#endif
