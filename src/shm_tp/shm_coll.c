@@ -342,32 +342,55 @@ static hcomm_status_t allgather_copy(hcomm_shm_op_t *op) {
     return HCOMM_SUCCESS;
 }
 
-/* Direct-read broadcast: the root would idle while every receiver copies
- * the whole message, so it copies a share itself: receivers read the head
- * of the message from the root, and the root writes the last 1/size of it
- * into every receiver (each process then copies (size - 1) / size of the
- * message). Where the tail starts, in bytes. */
+/* Direct-read broadcast. Two ranks: the receiver would copy the whole
+ * message while the root idles, so the root writes the last half into the
+ * receiver while the receiver reads the first. More ranks: receivers that
+ * all read one buffer contend on its pages (each read pins them), so each
+ * reads only its slice from the root, then the other slices from the
+ * receivers holding them (a scatter, then an allgather). */
+
+/* Where the root's half starts (two ranks), in bytes. */
 static size_t bcast_tail(const hcomm_shm_op_t *op) {
     size_t bytes = op->count * op->esize;
-    return (bytes - bytes / (size_t)op->shm->size) & ~(size_t)63;
+    return (bytes - bytes / 2) & ~(size_t)63;
 }
 
-/* Broadcast: the receivers' part of the round (the root's, for a
- * direct-read one). */
+/* Receiver r's slice (more than two ranks), in bytes. */
+static void bcast_slice(const hcomm_shm_op_t *op, int r, size_t *off,
+                        size_t *len) {
+    int size = op->shm->size, j = (r - op->root - 1 + size) % size;
+    *off = hcomm_block_offset(op->count, size - 1, j) * op->esize;
+    *len = hcomm_block_count(op->count, size - 1, j) * op->esize;
+}
+
+/* Broadcast: the receivers' part of the round; direct-read, the first
+ * stage (the root's writes, or this receiver's slice). */
 static hcomm_status_t bcast_copy(hcomm_shm_op_t *op) {
     size_t off = round_offset(op) * op->esize, n = round_count(op) * op->esize;
+    int is_root = op->shm->rank == op->root;
     if (op->algo != HCOMM_SHM_CMA) {
         memcpy(op->recvbuf + off, hcomm_shm_in(op->shm, op->root, op->seq, n),
                n);
         return HCOMM_SUCCESS;
     }
+    if (op->shm->size > 2) {
+        if (is_root) return HCOMM_SUCCESS;
+        bcast_slice(op, op->shm->rank, &off, &n);
+        return peer_copy(op, op->root, 0, off, op->recvbuf + off, n);
+    }
     size_t tail = bcast_tail(op), bytes = op->count * op->esize;
-    if (op->shm->rank != op->root)
-        return peer_copy(op, op->root, 0, 0, op->recvbuf, tail);
+    if (!is_root) return peer_copy(op, op->root, 0, 0, op->recvbuf, tail);
+    return peer_write(op, 1 - op->root, tail, op->sendbuf + tail, bytes - tail);
+}
+
+/* Direct-read broadcast, more than two ranks: the other receivers'
+ * slices, from them. */
+static hcomm_status_t bcast_gather_slices(hcomm_shm_op_t *op) {
     for (int r = 0; r < op->shm->size; r++) {
-        if (r == op->root) continue;
-        hcomm_status_t st =
-            peer_write(op, r, tail, op->sendbuf + tail, bytes - tail);
+        if (r == op->root || r == op->shm->rank) continue;
+        size_t off, n;
+        bcast_slice(op, r, &off, &n);
+        hcomm_status_t st = peer_copy(op, r, 1, off, op->recvbuf + off, n);
         if (st != HCOMM_SUCCESS) return st;
     }
     return HCOMM_SUCCESS;
@@ -400,9 +423,10 @@ static int after_arrive(hcomm_shm_op_t *op, hcomm_status_t *st) {
         return -1;
     default: /* broadcast */
         if (op->algo == HCOMM_SHM_CMA) {
-            /* reduced: the root's writes are over */
+            /* reduced: the root's writes are over, or (more than two
+             * ranks) a receiver's slice is in place */
             if ((*st = bcast_copy(op)) != HCOMM_SUCCESS) return -1;
-            if (is_root) publish(op, SHM_REDUCED);
+            if (is_root || op->shm->size > 2) publish(op, SHM_REDUCED);
             return is_root ? -1 : PHASE_REDUCED;
         }
         if (!is_root) *st = bcast_copy(op);
@@ -425,7 +449,9 @@ static int inputs_arrived(hcomm_shm_op_t *op) {
  * CMA peers read its own buffers. */
 static int waits_for_readers(const hcomm_shm_op_t *op) {
     if (op->algo != HCOMM_SHM_CMA) return 0;
-    return op->coll != HCOMM_COLL_BCAST || op->shm->rank == op->root;
+    /* a broadcast's receivers read each other above two ranks */
+    return op->coll != HCOMM_COLL_BCAST || op->shm->rank == op->root ||
+           op->shm->size > 2;
 }
 
 /* A broadcast root runs ahead of its receivers, so the next round's entry
@@ -479,9 +505,15 @@ hcomm_status_t hcomm_shm_op_progress(hcomm_shm_op_t *op) {
         }
             /* fall through */
         case PHASE_REDUCED:
-            if (op->coll == HCOMM_COLL_BCAST) { /* the root's writes */
+            if (op->coll == HCOMM_COLL_BCAST && op->shm->size == 2) {
                 if (!reached(op, op->root, SHM_REDUCED, op->seq))
+                    return HCOMM_ERR_IN_PROGRESS; /* the root's writes */
+                break;
+            }
+            if (op->coll == HCOMM_COLL_BCAST) { /* every slice in place */
+                if (!all_reached(op, SHM_REDUCED, op->seq))
                     return HCOMM_ERR_IN_PROGRESS;
+                if ((st = bcast_gather_slices(op)) != HCOMM_SUCCESS) return st;
                 break;
             }
             if (!all_reached(op, SHM_REDUCED, op->seq))
