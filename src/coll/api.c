@@ -141,6 +141,24 @@ static hcomm_status_t run_direct(const call_t *k, hcomm_comm_impl_t *c,
     return HCOMM_SUCCESS;
 }
 
+/* A blocking hierarchical call whose node stages run on shared memory. */
+static hcomm_status_t run_node_stages(const call_t *k, hcomm_comm_impl_t *c) {
+    switch (k->coll) {
+    case HCOMM_COLL_BCAST:
+        return hcomm_hier_node_bcast(c, k->recvbuf, k->count, k->dtype,
+                                     k->root);
+    case HCOMM_COLL_ALLGATHER:
+        return hcomm_hier_node_allgather(c, k->sendbuf, k->recvbuf, k->count,
+                                         k->dtype);
+    case HCOMM_COLL_REDUCE_SCATTER:
+        return hcomm_hier_node_reduce_scatter(c, k->sendbuf, k->recvbuf,
+                                              k->count, k->dtype, k->op);
+    default:
+        return hcomm_hier_node_allreduce(c, k->sendbuf, k->recvbuf, k->count,
+                                         k->dtype, k->op);
+    }
+}
+
 static hcomm_status_t run(const call_t *k, hcomm_comm_t comm,
                           hcomm_request_t *out) {
     hcomm_comm_impl_t *c;
@@ -172,12 +190,9 @@ static hcomm_status_t run(const call_t *k, hcomm_comm_t comm,
     if (!algo)
         return hcomm_error(HCOMM_ERR_UNSUPPORTED, "%s is not implemented yet",
                            hcomm_coll_name(k->coll));
-    if (!out && node_of && hcomm_hier_node_applies(c, k->coll, algo))
-        return k->coll == HCOMM_COLL_BCAST
-                   ? hcomm_hier_node_bcast(c, k->recvbuf, k->count, k->dtype,
-                                           k->root)
-                   : hcomm_hier_node_allreduce(c, k->sendbuf, k->recvbuf,
-                                               k->count, k->dtype, k->op);
+    if (!out && node_of &&
+        hcomm_hier_node_applies(c, k->coll, algo, k->count * esize))
+        return run_node_stages(k, c);
     hcomm_plan_args_t pa = {.coll = k->coll,
                             .rank = c->rank,
                             .size = c->size,

@@ -15,18 +15,30 @@
 #include "kernels/reduce.h"
 #include "topo/topo.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 /* Rails in flight at once: one crossing while the next is prepared. */
 #define DEPTH 2
 
+/* AllGather and ReduceScatter copy the whole message once more than the
+ * plans (to group blocks by rail, or back into rank order) and make three
+ * calls a chunk: across network-namespace hosts (README) they won from
+ * 4 MiB in all and lost to the hierarchical plans below. */
+#define MIN_REGROUPED_BYTES (4u << 20)
+
 int hcomm_hier_node_applies(const hcomm_comm_impl_t *c, hcomm_coll_t coll,
-                            const hcomm_algo_t *algo) {
+                            const hcomm_algo_t *algo, size_t bytes) {
     const hcomm_topo_map_t *m = &c->topo->map;
-    if (coll != HCOMM_COLL_ALLREDUCE && coll != HCOMM_COLL_BCAST) return 0;
+    if (coll != HCOMM_COLL_ALLREDUCE && coll != HCOMM_COLL_BCAST &&
+        coll != HCOMM_COLL_REDUCE_SCATTER && coll != HCOMM_COLL_ALLGATHER)
+        return 0;
     if (!c->topo->aware || m->nnodes < 2 || m->node_size[0] < 2) return 0;
     if (strcmp(algo->name, "hierarchical") != 0) return 0;
     if (hcomm_select_is_forced(coll)) return 0;
+    if ((coll == HCOMM_COLL_ALLGATHER || coll == HCOMM_COLL_REDUCE_SCATTER) &&
+        bytes * (size_t)c->size < MIN_REGROUPED_BYTES)
+        return 0;
     for (int n = 1; n < m->nnodes; n++)
         if (m->node_size[n] != m->node_size[0]) return 0;
     return 1;
@@ -54,27 +66,57 @@ static hcomm_status_t subcomms(hcomm_comm_impl_t *c, hcomm_comm_t *node,
     return HCOMM_SUCCESS;
 }
 
-/* Waits for every rail call still running; the first failure wins. */
-static hcomm_status_t drain(hcomm_request_t *reqs, int n, hcomm_status_t st) {
-    for (int i = 0; i < n; i++) {
-        hcomm_status_t w = hcomm_wait(&reqs[i]);
+/* Chunks in flight on the rails: chunk k uses slot k % DEPTH. */
+typedef struct {
+    hcomm_request_t req[DEPTH];
+    size_t off[DEPTH], len[DEPTH];
+    size_t started, finished;
+} pipeline_t;
+
+static int pipe_full(const pipeline_t *p) {
+    return p->started - p->finished == DEPTH;
+}
+
+/* The slot of the next chunk to start, recording where it is. */
+static int pipe_start(pipeline_t *p, size_t off, size_t len) {
+    int s = (int)(p->started++ % DEPTH);
+    p->off[s] = off;
+    p->len[s] = len;
+    return s;
+}
+
+/* The oldest chunk's slot, once its rail call is over. */
+static hcomm_status_t pipe_finish(pipeline_t *p, int *slot) {
+    *slot = (int)(p->finished++ % DEPTH);
+    return hcomm_wait(&p->req[*slot]);
+}
+
+/* Waits for every rail call still running (after a failure). */
+static hcomm_status_t pipe_drain(pipeline_t *p, hcomm_status_t st) {
+    for (int s = 0; s < DEPTH; s++) {
+        hcomm_status_t w = hcomm_wait(&p->req[s]);
         if (st == HCOMM_SUCCESS) st = w;
     }
     return st;
 }
 
-/* Chunks hold a multiple of L elements, so that they split into L equal
- * blocks (the last one may be shorter and leave a remainder). */
-static size_t chunk_elems(size_t esize, int L) {
-    size_t n = (size_t)hcomm_cfg_int(HCOMM_CFG_CHUNK_SIZE) / esize;
-    n -= n % (size_t)L;
-    return n ? n : (size_t)L;
+/* Elements per chunk: HCOMM_CHUNK_SIZE bytes of per elements each, rounded
+ * down to a multiple of align (at least align). */
+static size_t chunk_elems(size_t per, size_t align) {
+    size_t n = (size_t)hcomm_cfg_int(HCOMM_CFG_CHUNK_SIZE) / per;
+    n -= n % align;
+    return n ? n : align;
+}
+
+/* Global rank of local rank i of node n. */
+static int rank_at(const hcomm_topo_map_t *m, int n, int i) {
+    return m->ranks_by_node[m->node_start[n] + i];
 }
 
 /* Allreduce: per chunk, reduce-scatter inside the node (rank i keeps
  * block i), allreduce of block i along rail i, allgather inside the node.
- * A remainder of fewer than L elements is allreduced inside the node and
- * then along every rail alike. AVG sums and divides at the end. */
+ * A chunk's remainder of fewer than L elements is allreduced inside the
+ * node and then along every rail alike. AVG sums and divides at the end. */
 hcomm_status_t hcomm_hier_node_allreduce(hcomm_comm_impl_t *c,
                                          const void *sendbuf, void *recvbuf,
                                          size_t count, hcomm_dtype_t dtype,
@@ -88,27 +130,23 @@ hcomm_status_t hcomm_hier_node_allreduce(hcomm_comm_impl_t *c,
     const hcomm_op_t rop = op == HCOMM_AVG ? HCOMM_SUM : op;
     const char *src = sendbuf;
     char *dst = recvbuf;
-    /* Chunk k's block runs on its rail while chunk k + 1 is reduced. */
-    hcomm_request_t reqs[DEPTH] = {HCOMM_REQUEST_NULL};
-    size_t offs[DEPTH] = {0}, blks[DEPTH] = {0};
-    int inflight = 0;
-    size_t off = 0;
-    while (st == HCOMM_SUCCESS && (off < count || inflight)) {
-        if (off < count && inflight < DEPTH) {
+    pipeline_t p = {0};
+    for (size_t off = 0;
+         st == HCOMM_SUCCESS && (off < count || p.finished < p.started);) {
+        int s;
+        if (off < count && !pipe_full(&p)) {
             size_t len = count - off < step ? count - off : step;
             size_t blk = len / (size_t)L, rest = len % (size_t)L;
+            s = pipe_start(&p, off, blk);
             if (blk) {
                 char *mine = dst + (off + (size_t)li * blk) * es;
                 st = hcomm_reduce_scatter(src + off * es, mine, blk, dtype, rop,
                                           node);
                 if (st == HCOMM_SUCCESS)
                     st = hcomm_iallreduce(mine, mine, blk, dtype, rop, rail,
-                                          &reqs[inflight]);
-                if (st != HCOMM_SUCCESS) break;
-                offs[inflight] = off;
-                blks[inflight++] = blk;
+                                          &p.req[s]);
             }
-            if (rest) { /* the last few elements */
+            if (rest && st == HCOMM_SUCCESS) { /* the last few elements */
                 size_t at = (off + (size_t)L * blk) * es;
                 st =
                     hcomm_allreduce(src + at, dst + at, rest, dtype, rop, node);
@@ -120,18 +158,125 @@ hcomm_status_t hcomm_hier_node_allreduce(hcomm_comm_impl_t *c,
             continue;
         }
         /* The oldest block is back from its rail: spread it in the node. */
-        st = hcomm_wait(&reqs[0]);
-        if (st == HCOMM_SUCCESS)
-            st = hcomm_allgather(dst + (offs[0] + (size_t)li * blks[0]) * es,
-                                 dst + offs[0] * es, blks[0], dtype, node);
-        inflight--;
-        memmove(reqs, reqs + 1, sizeof(reqs[0]) * (size_t)inflight);
-        memmove(offs, offs + 1, sizeof(offs[0]) * (size_t)inflight);
-        memmove(blks, blks + 1, sizeof(blks[0]) * (size_t)inflight);
+        st = pipe_finish(&p, &s);
+        if (st == HCOMM_SUCCESS && p.len[s])
+            st = hcomm_allgather(dst + (p.off[s] + (size_t)li * p.len[s]) * es,
+                                 dst + p.off[s] * es, p.len[s], dtype, node);
     }
-    st = drain(reqs, inflight, st);
+    st = pipe_drain(&p, st);
     if (st == HCOMM_SUCCESS && op == HCOMM_AVG)
         hcomm_kernel_scale(dtype)(recvbuf, count, c->size);
+    return st;
+}
+
+/* Reduce-scatter: per chunk of columns (the same elements of every
+ * block), the node reduce-scatters blocks grouped by rail (local rank i
+ * gets the node's sum of the blocks of rail i's ranks), then rail i
+ * reduce-scatters those, each rank keeping its own. */
+hcomm_status_t hcomm_hier_node_reduce_scatter(hcomm_comm_impl_t *c,
+                                              const void *sendbuf,
+                                              void *recvbuf, size_t count,
+                                              hcomm_dtype_t dtype,
+                                              hcomm_op_t op) {
+    hcomm_comm_t node, rail;
+    hcomm_status_t st = subcomms(c, &node, &rail);
+    if (st != HCOMM_SUCCESS) return st;
+    const hcomm_topo_map_t *m = &c->topo->map;
+    const int L = m->node_size[0], N = m->nnodes;
+    const size_t es = hcomm_dtype_size(dtype);
+    const size_t step = chunk_elems(es * (size_t)c->size, 1);
+    const hcomm_op_t rop = op == HCOMM_AVG ? HCOMM_SUM : op;
+    const char *src = sendbuf;
+    char *grouped = malloc((size_t)c->size * step * es);
+    char *partial = malloc(DEPTH * (size_t)N * step * es);
+    if (!grouped || !partial) {
+        free(grouped);
+        free(partial);
+        return hcomm_error(HCOMM_ERR_NO_MEMORY,
+                           "reduce_scatter: no memory for node stages");
+    }
+    pipeline_t p = {0};
+    for (size_t off = 0;
+         st == HCOMM_SUCCESS && (off < count || p.finished < p.started);) {
+        int s;
+        if (off < count && !pipe_full(&p)) {
+            size_t len = count - off < step ? count - off : step;
+            s = pipe_start(&p, off, len);
+            /* block (i, n) of grouped: rank (n, i)'s columns */
+            for (int i = 0; i < L; i++)
+                for (int n = 0; n < N; n++)
+                    memcpy(grouped +
+                               ((size_t)i * (size_t)N + (size_t)n) * len * es,
+                           src + ((size_t)rank_at(m, n, i) * count + off) * es,
+                           len * es);
+            char *mine = partial + (size_t)s * (size_t)N * step * es;
+            st = hcomm_reduce_scatter(grouped, mine, (size_t)N * len, dtype,
+                                      rop, node);
+            if (st == HCOMM_SUCCESS)
+                st = hcomm_ireduce_scatter(mine, (char *)recvbuf + off * es,
+                                           len, dtype, rop, rail, &p.req[s]);
+            off += len;
+            continue;
+        }
+        st = pipe_finish(&p, &s);
+    }
+    st = pipe_drain(&p, st);
+    free(grouped);
+    free(partial);
+    if (st == HCOMM_SUCCESS && op == HCOMM_AVG)
+        hcomm_kernel_scale(dtype)(recvbuf, count, c->size);
+    return st;
+}
+
+/* Allgather: per chunk of columns, rail i gathers its ranks' columns, the
+ * node gathers the rails', and they are put in rank order. */
+hcomm_status_t hcomm_hier_node_allgather(hcomm_comm_impl_t *c,
+                                         const void *sendbuf, void *recvbuf,
+                                         size_t count, hcomm_dtype_t dtype) {
+    hcomm_comm_t node, rail;
+    hcomm_status_t st = subcomms(c, &node, &rail);
+    if (st != HCOMM_SUCCESS) return st;
+    const hcomm_topo_map_t *m = &c->topo->map;
+    const int L = m->node_size[0], N = m->nnodes;
+    const size_t es = hcomm_dtype_size(dtype);
+    const size_t step = chunk_elems(es * (size_t)c->size, 1);
+    char *railed = malloc(DEPTH * (size_t)N * step * es);
+    char *all = malloc((size_t)c->size * step * es);
+    if (!railed || !all) {
+        free(railed);
+        free(all);
+        return hcomm_error(HCOMM_ERR_NO_MEMORY,
+                           "allgather: no memory for node stages");
+    }
+    pipeline_t p = {0};
+    for (size_t off = 0;
+         st == HCOMM_SUCCESS && (off < count || p.finished < p.started);) {
+        int s;
+        if (off < count && !pipe_full(&p)) {
+            size_t len = count - off < step ? count - off : step;
+            s = pipe_start(&p, off, len);
+            st = hcomm_iallgather((const char *)sendbuf + off * es,
+                                  railed + (size_t)s * (size_t)N * step * es,
+                                  len, dtype, rail, &p.req[s]);
+            off += len;
+            continue;
+        }
+        st = pipe_finish(&p, &s);
+        size_t len = p.len[s];
+        if (st == HCOMM_SUCCESS)
+            st = hcomm_allgather(railed + (size_t)s * (size_t)N * step * es,
+                                 all, (size_t)N * len, dtype, node);
+        /* all holds block (i, n) = rank (n, i)'s columns */
+        for (int i = 0; st == HCOMM_SUCCESS && i < L; i++)
+            for (int n = 0; n < N; n++)
+                memcpy((char *)recvbuf +
+                           ((size_t)rank_at(m, n, i) * count + p.off[s]) * es,
+                       all + ((size_t)i * (size_t)N + (size_t)n) * len * es,
+                       len * es);
+    }
+    st = pipe_drain(&p, st);
+    free(railed);
+    free(all);
     return st;
 }
 
@@ -147,7 +292,7 @@ hcomm_status_t hcomm_hier_node_bcast(hcomm_comm_impl_t *c, void *buf,
     const int head = m->local_rank[root];
     const int on_rail = m->local_rank[c->rank] == head;
     const size_t es = hcomm_dtype_size(dtype);
-    const size_t step = chunk_elems(es, m->node_size[0]);
+    const size_t step = chunk_elems(es, 1);
     char *data = buf;
     hcomm_request_t req = HCOMM_REQUEST_NULL;
     /* The root's rail sends chunk k + 1 while chunk k spreads in nodes. */
@@ -167,5 +312,6 @@ hcomm_status_t hcomm_hier_node_bcast(hcomm_comm_impl_t *c, void *buf,
         if (st == HCOMM_SUCCESS)
             st = hcomm_broadcast(data + off * es, len, dtype, head, node);
     }
-    return drain(&req, 1, st);
+    hcomm_status_t w = hcomm_wait(&req);
+    return st != HCOMM_SUCCESS ? st : w;
 }

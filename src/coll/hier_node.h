@@ -6,16 +6,25 @@
 #include "coll/select.h"
 #include "core/comm.h"
 
-/* Whether a blocking call of coll, for which algo was chosen, runs as node
- * and rail stages: allreduce and broadcast, hierarchical chosen by size
- * (not forced), topology-aware, several nodes of one size, at least 2
- * ranks each. The same answer on every rank. */
+/* Whether a blocking call of coll, of bytes (count * element size), for
+ * which algo was chosen, runs as node and rail stages: allreduce and
+ * broadcast, reduce_scatter and allgather from 4 MiB in all; hierarchical
+ * chosen by size (not forced), topology-aware, several nodes of one size,
+ * at least 2 ranks each. The same answer on every rank. */
 int hcomm_hier_node_applies(const hcomm_comm_impl_t *c, hcomm_coll_t coll,
-                            const hcomm_algo_t *algo);
+                            const hcomm_algo_t *algo, size_t bytes);
 hcomm_status_t hcomm_hier_node_allreduce(hcomm_comm_impl_t *c,
                                          const void *sendbuf, void *recvbuf,
                                          size_t count, hcomm_dtype_t dtype,
                                          hcomm_op_t op);
+hcomm_status_t hcomm_hier_node_reduce_scatter(hcomm_comm_impl_t *c,
+                                              const void *sendbuf,
+                                              void *recvbuf, size_t count,
+                                              hcomm_dtype_t dtype,
+                                              hcomm_op_t op);
+hcomm_status_t hcomm_hier_node_allgather(hcomm_comm_impl_t *c,
+                                         const void *sendbuf, void *recvbuf,
+                                         size_t count, hcomm_dtype_t dtype);
 hcomm_status_t hcomm_hier_node_bcast(hcomm_comm_impl_t *c, void *buf,
                                      size_t count, hcomm_dtype_t dtype,
                                      int root);

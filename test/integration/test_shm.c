@@ -106,25 +106,32 @@ static void check_allgather_bcast(hcomm_comm_t comm, const char *what) {
     }
 }
 
-/* Not a direct algorithm: on several nodes, the hierarchical plan. */
+/* Every dtype and op, in place (hcomm.h's form: this rank's block of the
+ * input) and not: direct on one node, node stages or plans across nodes. */
 static void check_reduce_scatter(hcomm_comm_t comm, const char *what) {
-    static const size_t counts[] = {1, 1000, 70001};
-    for (size_t c = 0; c < sizeof(counts) / sizeof(counts[0]); c++) {
-        size_t n = counts[c], total = n * (size_t)nranks;
-        int32_t *s = malloc(total * sizeof(int32_t)), *r = malloc(n * 4);
-        for (size_t i = 0; i < total; i++)
-            s[i] = (int32_t)(i % 1000) * (rank + 1);
-        CHECK_OK(hcomm_reduce_scatter(s, r, n, HCOMM_INT32, HCOMM_SUM, comm));
-        size_t bad = 0;
-        for (size_t i = 0; i < n; i++) {
-            size_t g = (size_t)rank * n + i;
-            bad += r[i] != (int32_t)(g % 1000) * nranks * (nranks + 1) / 2;
-        }
-        CHECK(bad == 0, "%s: reduce_scatter count %zu: %zu wrong", what, n,
-              bad);
-        free(s);
-        free(r);
-    }
+    static const size_t counts[] = {1, 7, 1000, 70001};
+    for (int t = 0; t < HCOMM_DTYPE_COUNT; t++)
+        for (int op = 0; op < HCOMM_OP_COUNT; op++)
+            for (size_t c = 0; c < sizeof(counts) / sizeof(counts[0]); c++) {
+                size_t n = counts[c], es = hcomm_dtype_size(t);
+                size_t total = n * (size_t)nranks;
+                if (n > 2000 && (t + op) % 3) continue; /* keep it quick */
+                int inplace = (int)((c + (size_t)op) % 2);
+                char *s = malloc(total * es), *r = malloc(n * es);
+                char *want = malloc(n * es);
+                ref_fill(t, op, rank, s, total);
+                for (size_t i = 0; i < n; i++)
+                    ref_expect(t, op, nranks, (size_t)rank * n, i, want);
+                char *out = inplace ? s + (size_t)rank * n * es : r;
+                CHECK_OK(hcomm_reduce_scatter(s, out, n, t, op, comm));
+                CHECK(memcmp(out, want, n * es) == 0,
+                      "%s: reduce_scatter %s %s count %zu %s wrong", what,
+                      ref_dtype_names[t], ref_op_names[op], n,
+                      inplace ? "in place" : "out of place");
+                free(s);
+                free(r);
+                free(want);
+            }
 }
 
 /* hcomm_mem_alloc: collectives on registered buffers (large enough for
@@ -229,6 +236,52 @@ static void check_run_ahead(hcomm_comm_t comm, const char *what) {
           bad);
 }
 
+/* Past 4 MiB in all, allgather and reduce_scatter take the node stages
+ * on even nodes too. */
+static void check_large(hcomm_comm_t comm, const char *what) {
+    const size_t n = 1100007; /* bytes per rank */
+    unsigned char *all = malloc(n * (size_t)nranks), *mine = malloc(n);
+    for (int inplace = 0; inplace < 2; inplace++) {
+        memset(all, 0, n * (size_t)nranks);
+        unsigned char *src = inplace ? all + (size_t)rank * n : mine;
+        for (size_t i = 0; i < n; i++)
+            src[i] = byte_of(rank, i);
+        CHECK_OK(hcomm_allgather(src, all, n, HCOMM_UINT8, comm));
+        size_t bad = 0;
+        for (int q = 0; q < nranks; q++)
+            for (size_t i = 0; i < n; i++)
+                bad += all[(size_t)q * n + i] != byte_of(q, i);
+        CHECK(bad == 0, "%s: large allgather %s: %zu wrong", what,
+              inplace ? "in place" : "out of place", bad);
+    }
+    free(all);
+    free(mine);
+    static const struct {
+        hcomm_dtype_t t;
+        hcomm_op_t op;
+    } cases[] = {{HCOMM_INT32, HCOMM_SUM}, {HCOMM_FLOAT64, HCOMM_AVG}};
+    const size_t count = 300007;
+    for (int k = 0; k < 2; k++) {
+        size_t es = hcomm_dtype_size(cases[k].t),
+               total = count * (size_t)nranks;
+        char *in = malloc(total * es), *out = malloc(count * es);
+        char *want = malloc(count * es);
+        ref_fill(cases[k].t, cases[k].op, rank, in, total);
+        for (size_t i = 0; i < count; i++)
+            ref_expect(cases[k].t, cases[k].op, nranks, (size_t)rank * count, i,
+                       want);
+        char *dst = k ? in + (size_t)rank * count * es : out;
+        CHECK_OK(hcomm_reduce_scatter(in, dst, count, cases[k].t, cases[k].op,
+                                      comm));
+        CHECK(memcmp(dst, want, count * es) == 0,
+              "%s: large reduce_scatter %s %s wrong", what,
+              ref_dtype_names[cases[k].t], ref_op_names[cases[k].op]);
+        free(in);
+        free(out);
+        free(want);
+    }
+}
+
 /* Whether the communicator has split itself into nodes and rails: the
  * hierarchical allreduce and broadcast on even nodes run their node stages
  * on shared memory. */
@@ -243,11 +296,13 @@ static void check_all(hcomm_comm_t comm, const char *what) {
     check_allgather_bcast(comm, what);
     check_reduce_scatter(comm, what);
     check_registered(comm, what);
+    check_large(comm, what);
     /* Small chunks: the hierarchical pipelines run many chunks, with a
      * remainder, and several in flight. */
     CHECK_OK(hcomm_config_set("HCOMM_CHUNK_SIZE", "4K"));
     check_allreduce(comm, what);
     check_allgather_bcast(comm, what);
+    check_reduce_scatter(comm, what);
     CHECK_OK(hcomm_config_set("HCOMM_CHUNK_SIZE", "1M"));
 }
 
