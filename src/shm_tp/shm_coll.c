@@ -309,12 +309,19 @@ static void slots_reduce_scatter(hcomm_shm_op_t *op) {
     if (op->scale) op->scale(dst, n, shm->size);
 }
 
+/* The k-th peer to copy from: rank + k, so that peers copying at once
+ * read different ranks (reads of one buffer by many contend on its pages,
+ * which each direct read pins). */
+static int rotated(const hcomm_shm_t *shm, int k) {
+    return (shm->rank + k) % shm->size;
+}
+
 /* CMA allreduce, second half: the other blocks from their owners' receive
  * buffers. */
 static hcomm_status_t cma_gather_blocks(hcomm_shm_op_t *op) {
     hcomm_shm_t *shm = op->shm;
-    for (int r = 0; r < shm->size; r++) {
-        if (r == shm->rank) continue;
+    for (int k = 1; k < shm->size; k++) {
+        int r = rotated(shm, k);
         size_t off = hcomm_block_offset(op->count, shm->size, r) * op->esize;
         size_t n = hcomm_block_count(op->count, shm->size, r) * op->esize;
         hcomm_status_t st = peer_copy(op, r, 1, off, op->recvbuf + off, n);
@@ -328,7 +335,8 @@ static hcomm_status_t allgather_copy(hcomm_shm_op_t *op) {
     hcomm_shm_t *shm = op->shm;
     size_t block = op->count * op->esize;
     size_t off = round_offset(op) * op->esize, n = round_count(op) * op->esize;
-    for (int r = 0; r < shm->size; r++) {
+    for (int k = 0; k < shm->size; k++) {
+        int r = rotated(shm, k);
         char *dst = op->recvbuf + (size_t)r * block + off;
         if (r == shm->rank) {
             if (dst != op->sendbuf + off) memcpy(dst, op->sendbuf + off, n);
@@ -386,8 +394,9 @@ static hcomm_status_t bcast_copy(hcomm_shm_op_t *op) {
 /* Direct-read broadcast, more than two ranks: the other receivers'
  * slices, from them. */
 static hcomm_status_t bcast_gather_slices(hcomm_shm_op_t *op) {
-    for (int r = 0; r < op->shm->size; r++) {
-        if (r == op->root || r == op->shm->rank) continue;
+    for (int k = 1; k < op->shm->size; k++) {
+        int r = rotated(op->shm, k);
+        if (r == op->root) continue;
         size_t off, n;
         bcast_slice(op, r, &off, &n);
         hcomm_status_t st = peer_copy(op, r, 1, off, op->recvbuf + off, n);
