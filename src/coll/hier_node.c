@@ -108,9 +108,35 @@ static size_t chunk_elems(size_t per, size_t align) {
     return n ? n : align;
 }
 
-/* Global rank of local rank i of node n. */
-static int rank_at(const hcomm_topo_map_t *m, int n, int i) {
-    return m->ranks_by_node[m->node_start[n] + i];
+/* Columns [off, off + len) of every rank's block of count: between a
+ * buffer in rank order and one grouped by rail, where block (i, n) holds
+ * those of local rank i of node n (to_grouped says which way). */
+static void regroup(const hcomm_topo_map_t *m, size_t count, size_t off,
+                    size_t len, size_t es, char *ranked, char *grouped,
+                    int to_grouped) {
+    for (int i = 0; i < m->node_size[0]; i++)
+        for (int n = 0; n < m->nnodes; n++) {
+            size_t r = (size_t)m->ranks_by_node[m->node_start[n] + i];
+            char *a = ranked + (r * count + off) * es;
+            char *g = grouped +
+                      ((size_t)i * (size_t)m->nnodes + (size_t)n) * len * es;
+            if (to_grouped)
+                memcpy(g, a, len * es);
+            else
+                memcpy(a, g, len * es);
+        }
+}
+
+/* Two scratch buffers, or an error naming the call. */
+static hcomm_status_t scratch(size_t a, size_t b, char **pa, char **pb,
+                              const char *what) {
+    *pa = malloc(a);
+    *pb = malloc(b);
+    if (*pa && *pb) return HCOMM_SUCCESS;
+    free(*pa);
+    free(*pb);
+    return hcomm_error(HCOMM_ERR_NO_MEMORY, "%s: no memory for node stages",
+                       what);
 }
 
 /* Allreduce: per chunk, reduce-scatter inside the node (rank i keeps
@@ -182,19 +208,13 @@ hcomm_status_t hcomm_hier_node_reduce_scatter(hcomm_comm_impl_t *c,
     hcomm_status_t st = subcomms(c, &node, &rail);
     if (st != HCOMM_SUCCESS) return st;
     const hcomm_topo_map_t *m = &c->topo->map;
-    const int L = m->node_size[0], N = m->nnodes;
-    const size_t es = hcomm_dtype_size(dtype);
+    const size_t N = (size_t)m->nnodes, es = hcomm_dtype_size(dtype);
     const size_t step = chunk_elems(es * (size_t)c->size, 1);
     const hcomm_op_t rop = op == HCOMM_AVG ? HCOMM_SUM : op;
-    const char *src = sendbuf;
-    char *grouped = malloc((size_t)c->size * step * es);
-    char *partial = malloc(DEPTH * (size_t)N * step * es);
-    if (!grouped || !partial) {
-        free(grouped);
-        free(partial);
-        return hcomm_error(HCOMM_ERR_NO_MEMORY,
-                           "reduce_scatter: no memory for node stages");
-    }
+    char *grouped, *partial;
+    if ((st = scratch((size_t)c->size * step * es, DEPTH * N * step * es,
+                      &grouped, &partial, "reduce_scatter")) != HCOMM_SUCCESS)
+        return st;
     pipeline_t p = {0};
     for (size_t off = 0;
          st == HCOMM_SUCCESS && (off < count || p.finished < p.started);) {
@@ -202,16 +222,9 @@ hcomm_status_t hcomm_hier_node_reduce_scatter(hcomm_comm_impl_t *c,
         if (off < count && !pipe_full(&p)) {
             size_t len = count - off < step ? count - off : step;
             s = pipe_start(&p, off, len);
-            /* block (i, n) of grouped: rank (n, i)'s columns */
-            for (int i = 0; i < L; i++)
-                for (int n = 0; n < N; n++)
-                    memcpy(grouped +
-                               ((size_t)i * (size_t)N + (size_t)n) * len * es,
-                           src + ((size_t)rank_at(m, n, i) * count + off) * es,
-                           len * es);
-            char *mine = partial + (size_t)s * (size_t)N * step * es;
-            st = hcomm_reduce_scatter(grouped, mine, (size_t)N * len, dtype,
-                                      rop, node);
+            regroup(m, count, off, len, es, (char *)sendbuf, grouped, 1);
+            char *mine = partial + (size_t)s * N * step * es;
+            st = hcomm_reduce_scatter(grouped, mine, N * len, dtype, rop, node);
             if (st == HCOMM_SUCCESS)
                 st = hcomm_ireduce_scatter(mine, (char *)recvbuf + off * es,
                                            len, dtype, rop, rail, &p.req[s]);
@@ -237,17 +250,12 @@ hcomm_status_t hcomm_hier_node_allgather(hcomm_comm_impl_t *c,
     hcomm_status_t st = subcomms(c, &node, &rail);
     if (st != HCOMM_SUCCESS) return st;
     const hcomm_topo_map_t *m = &c->topo->map;
-    const int L = m->node_size[0], N = m->nnodes;
-    const size_t es = hcomm_dtype_size(dtype);
+    const size_t N = (size_t)m->nnodes, es = hcomm_dtype_size(dtype);
     const size_t step = chunk_elems(es * (size_t)c->size, 1);
-    char *railed = malloc(DEPTH * (size_t)N * step * es);
-    char *all = malloc((size_t)c->size * step * es);
-    if (!railed || !all) {
-        free(railed);
-        free(all);
-        return hcomm_error(HCOMM_ERR_NO_MEMORY,
-                           "allgather: no memory for node stages");
-    }
+    char *railed, *all;
+    if ((st = scratch(DEPTH * N * step * es, (size_t)c->size * step * es,
+                      &railed, &all, "allgather")) != HCOMM_SUCCESS)
+        return st;
     pipeline_t p = {0};
     for (size_t off = 0;
          st == HCOMM_SUCCESS && (off < count || p.finished < p.started);) {
@@ -256,23 +264,17 @@ hcomm_status_t hcomm_hier_node_allgather(hcomm_comm_impl_t *c,
             size_t len = count - off < step ? count - off : step;
             s = pipe_start(&p, off, len);
             st = hcomm_iallgather((const char *)sendbuf + off * es,
-                                  railed + (size_t)s * (size_t)N * step * es,
-                                  len, dtype, rail, &p.req[s]);
+                                  railed + (size_t)s * N * step * es, len,
+                                  dtype, rail, &p.req[s]);
             off += len;
             continue;
         }
         st = pipe_finish(&p, &s);
-        size_t len = p.len[s];
         if (st == HCOMM_SUCCESS)
-            st = hcomm_allgather(railed + (size_t)s * (size_t)N * step * es,
-                                 all, (size_t)N * len, dtype, node);
-        /* all holds block (i, n) = rank (n, i)'s columns */
-        for (int i = 0; st == HCOMM_SUCCESS && i < L; i++)
-            for (int n = 0; n < N; n++)
-                memcpy((char *)recvbuf +
-                           ((size_t)rank_at(m, n, i) * count + p.off[s]) * es,
-                       all + ((size_t)i * (size_t)N + (size_t)n) * len * es,
-                       len * es);
+            st = hcomm_allgather(railed + (size_t)s * N * step * es, all,
+                                 N * p.len[s], dtype, node);
+        if (st == HCOMM_SUCCESS) /* all is grouped by rail */
+            regroup(m, count, p.off[s], p.len[s], es, recvbuf, all, 0);
     }
     st = pipe_drain(&p, st);
     free(railed);

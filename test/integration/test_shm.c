@@ -73,24 +73,32 @@ static unsigned char byte_of(int r, size_t i) {
     return (unsigned char)(r * 37 + i * 11 + 3);
 }
 
+/* n bytes from every rank, in place and not. */
+static void check_allgather(hcomm_comm_t comm, const char *what, size_t n) {
+    unsigned char *all = malloc(n * (size_t)nranks), *mine = malloc(n);
+    for (int inplace = 0; inplace < 2; inplace++) {
+        memset(all, 0, n * (size_t)nranks);
+        unsigned char *src = inplace ? all + (size_t)rank * n : mine;
+        for (size_t i = 0; i < n; i++)
+            src[i] = byte_of(rank, i);
+        CHECK_OK(hcomm_allgather(src, all, n, HCOMM_UINT8, comm));
+        size_t bad = 0;
+        for (int q = 0; q < nranks; q++)
+            for (size_t i = 0; i < n; i++)
+                bad += all[(size_t)q * n + i] != byte_of(q, i);
+        CHECK(bad == 0, "%s: allgather count %zu %s: %zu wrong", what, n,
+              inplace ? "in place" : "out of place", bad);
+    }
+    free(all);
+    free(mine);
+}
+
 static void check_allgather_bcast(hcomm_comm_t comm, const char *what) {
     static const size_t counts[] = {1, 3, 57, 1000, 70001, 300007};
     for (size_t c = 0; c < sizeof(counts) / sizeof(counts[0]); c++) {
         size_t n = counts[c];
-        unsigned char *all = malloc(n * (size_t)nranks), *mine = malloc(n);
-        for (int inplace = 0; inplace < 2; inplace++) {
-            memset(all, 0, n * (size_t)nranks);
-            unsigned char *src = inplace ? all + (size_t)rank * n : mine;
-            for (size_t i = 0; i < n; i++)
-                src[i] = byte_of(rank, i);
-            CHECK_OK(hcomm_allgather(src, all, n, HCOMM_UINT8, comm));
-            size_t bad = 0;
-            for (int q = 0; q < nranks; q++)
-                for (size_t i = 0; i < n; i++)
-                    bad += all[(size_t)q * n + i] != byte_of(q, i);
-            CHECK(bad == 0, "%s: allgather count %zu %s: %zu wrong", what, n,
-                  inplace ? "in place" : "out of place", bad);
-        }
+        unsigned char *mine = malloc(n);
+        check_allgather(comm, what, n);
         for (int root = 0; root < nranks; root++) {
             for (size_t i = 0; i < n; i++)
                 mine[i] = rank == root ? byte_of(root, i) : 0;
@@ -101,36 +109,41 @@ static void check_allgather_bcast(hcomm_comm_t comm, const char *what) {
             CHECK(bad == 0, "%s: bcast count %zu root %d: %zu wrong", what, n,
                   root, bad);
         }
-        free(all);
         free(mine);
     }
 }
 
-/* Every dtype and op, in place (hcomm.h's form: this rank's block of the
- * input) and not: direct on one node, node stages or plans across nodes. */
+/* n elements per rank of t and op, in place (hcomm.h's form: this rank's
+ * block of the input) or not. */
+static void check_reduce_scatter_case(hcomm_comm_t comm, const char *what,
+                                      hcomm_dtype_t t, hcomm_op_t op, size_t n,
+                                      int inplace) {
+    size_t es = hcomm_dtype_size(t), total = n * (size_t)nranks;
+    char *s = malloc(total * es), *r = malloc(n * es), *want = malloc(n * es);
+    ref_fill(t, op, rank, s, total);
+    for (size_t i = 0; i < n; i++)
+        ref_expect(t, op, nranks, (size_t)rank * n, i, want);
+    char *out = inplace ? s + (size_t)rank * n * es : r;
+    CHECK_OK(hcomm_reduce_scatter(s, out, n, t, op, comm));
+    CHECK(memcmp(out, want, n * es) == 0,
+          "%s: reduce_scatter %s %s count %zu %s wrong", what,
+          ref_dtype_names[t], ref_op_names[op], n,
+          inplace ? "in place" : "out of place");
+    free(s);
+    free(r);
+    free(want);
+}
+
+/* Every dtype and op: direct on one node, node stages or plans across
+ * nodes. */
 static void check_reduce_scatter(hcomm_comm_t comm, const char *what) {
     static const size_t counts[] = {1, 7, 1000, 70001};
     for (int t = 0; t < HCOMM_DTYPE_COUNT; t++)
         for (int op = 0; op < HCOMM_OP_COUNT; op++)
             for (size_t c = 0; c < sizeof(counts) / sizeof(counts[0]); c++) {
-                size_t n = counts[c], es = hcomm_dtype_size(t);
-                size_t total = n * (size_t)nranks;
-                if (n > 2000 && (t + op) % 3) continue; /* keep it quick */
-                int inplace = (int)((c + (size_t)op) % 2);
-                char *s = malloc(total * es), *r = malloc(n * es);
-                char *want = malloc(n * es);
-                ref_fill(t, op, rank, s, total);
-                for (size_t i = 0; i < n; i++)
-                    ref_expect(t, op, nranks, (size_t)rank * n, i, want);
-                char *out = inplace ? s + (size_t)rank * n * es : r;
-                CHECK_OK(hcomm_reduce_scatter(s, out, n, t, op, comm));
-                CHECK(memcmp(out, want, n * es) == 0,
-                      "%s: reduce_scatter %s %s count %zu %s wrong", what,
-                      ref_dtype_names[t], ref_op_names[op], n,
-                      inplace ? "in place" : "out of place");
-                free(s);
-                free(r);
-                free(want);
+                if (counts[c] > 2000 && (t + op) % 3) continue; /* quick */
+                check_reduce_scatter_case(comm, what, t, op, counts[c],
+                                          (int)((c + (size_t)op) % 2));
             }
 }
 
@@ -239,47 +252,9 @@ static void check_run_ahead(hcomm_comm_t comm, const char *what) {
 /* Past 4 MiB in all, allgather and reduce_scatter take the node stages
  * on even nodes too. */
 static void check_large(hcomm_comm_t comm, const char *what) {
-    const size_t n = 1100007; /* bytes per rank */
-    unsigned char *all = malloc(n * (size_t)nranks), *mine = malloc(n);
-    for (int inplace = 0; inplace < 2; inplace++) {
-        memset(all, 0, n * (size_t)nranks);
-        unsigned char *src = inplace ? all + (size_t)rank * n : mine;
-        for (size_t i = 0; i < n; i++)
-            src[i] = byte_of(rank, i);
-        CHECK_OK(hcomm_allgather(src, all, n, HCOMM_UINT8, comm));
-        size_t bad = 0;
-        for (int q = 0; q < nranks; q++)
-            for (size_t i = 0; i < n; i++)
-                bad += all[(size_t)q * n + i] != byte_of(q, i);
-        CHECK(bad == 0, "%s: large allgather %s: %zu wrong", what,
-              inplace ? "in place" : "out of place", bad);
-    }
-    free(all);
-    free(mine);
-    static const struct {
-        hcomm_dtype_t t;
-        hcomm_op_t op;
-    } cases[] = {{HCOMM_INT32, HCOMM_SUM}, {HCOMM_FLOAT64, HCOMM_AVG}};
-    const size_t count = 300007;
-    for (int k = 0; k < 2; k++) {
-        size_t es = hcomm_dtype_size(cases[k].t),
-               total = count * (size_t)nranks;
-        char *in = malloc(total * es), *out = malloc(count * es);
-        char *want = malloc(count * es);
-        ref_fill(cases[k].t, cases[k].op, rank, in, total);
-        for (size_t i = 0; i < count; i++)
-            ref_expect(cases[k].t, cases[k].op, nranks, (size_t)rank * count, i,
-                       want);
-        char *dst = k ? in + (size_t)rank * count * es : out;
-        CHECK_OK(hcomm_reduce_scatter(in, dst, count, cases[k].t, cases[k].op,
-                                      comm));
-        CHECK(memcmp(dst, want, count * es) == 0,
-              "%s: large reduce_scatter %s %s wrong", what,
-              ref_dtype_names[cases[k].t], ref_op_names[cases[k].op]);
-        free(in);
-        free(out);
-        free(want);
-    }
+    check_allgather(comm, what, 1100007);
+    check_reduce_scatter_case(comm, what, HCOMM_INT32, HCOMM_SUM, 300007, 0);
+    check_reduce_scatter_case(comm, what, HCOMM_FLOAT64, HCOMM_AVG, 300007, 1);
 }
 
 /* Whether the communicator has split itself into nodes and rails: the
