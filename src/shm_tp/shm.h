@@ -3,23 +3,26 @@
  * it that synchronise through flags in the segment (no system call on the
  * fast path).
  *
- * Segment: one area per rank, each holding three counters on their own
- * cache lines and two copies (by sequence parity) of an input slot and a
- * result slot:
+ * Segment: one area per rank, each holding counters on their own cache
+ * lines, a ring of 16 small entries and two copies (by sequence parity) of
+ * an input slot and a result slot:
  *   arrive  = s: the rank's data (or, for CMA, its buffer addresses) for
- *                round s is published;
+ *                round s is published (in round s's ring entry, followed by
+ *                the data when it fits);
  *   reduced = s: its share of the result of round s is published;
  *   done    = s: it has finished reading everything of round s.
  * Rounds are numbered alike on every rank (each direct call takes as many
- * consecutive numbers as it has rounds), so a rank writes the parity-s slot
- * only once every peer's done >= s - 2.
+ * consecutive numbers as it has rounds), so a rank writes a ring entry
+ * only once every peer's done >= s - 16, and the parity-s slots once every
+ * peer's done >= s - 2.
  *
  * Calls on one communicator run their rounds in call order: a call starts
  * once the previous direct call on the communicator has completed locally.
  *
  * Large messages skip the slots: each rank publishes its buffer addresses
- * and peers read them with process_vm_readv (cross-memory attach, one copy),
- * where the kernel allows it between every pair of ranks. */
+ * and peers read (or a broadcast root writes) them with process_vm_readv /
+ * process_vm_writev (cross-memory attach, one copy), where the kernel
+ * allows it between every pair of ranks. */
 #ifndef HCOMM_SHM_TP_SHM_H
 #define HCOMM_SHM_TP_SHM_H
 
