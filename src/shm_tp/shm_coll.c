@@ -93,6 +93,9 @@ hcomm_status_t hcomm_shm_op_start(hcomm_shm_op_t *op, hcomm_shm_t *shm,
     op->reduce = reduce;
     op->scale = scale;
     op->waiting_for = -1;
+    if (algo == HCOMM_SHM_CMA && coll == HCOMM_COLL_BCAST && shm->size != 2)
+        return hcomm_error(HCOMM_ERR_INTERNAL,
+                           "shm: a direct-read broadcast takes 2 ranks");
     if (algo == HCOMM_SHM_CMA) {
         op->chunk = count;
         op->rounds = count ? 1 : 0;
@@ -350,59 +353,22 @@ static hcomm_status_t allgather_copy(hcomm_shm_op_t *op) {
     return HCOMM_SUCCESS;
 }
 
-/* Direct-read broadcast. Two ranks: the receiver would copy the whole
- * message while the root idles, so the root writes the last half into the
- * receiver while the receiver reads the first. More ranks: receivers that
- * all read one buffer contend on its pages (each read pins them), so each
- * reads only its slice from the root, then the other slices from the
- * receivers holding them (a scatter, then an allgather). */
-
-/* Where the root's half starts (two ranks), in bytes. */
-static size_t bcast_tail(const hcomm_shm_op_t *op) {
-    size_t bytes = op->count * op->esize;
-    return (bytes - bytes / 2) & ~(size_t)63;
-}
-
-/* Receiver r's slice (more than two ranks), in bytes. */
-static void bcast_slice(const hcomm_shm_op_t *op, int r, size_t *off,
-                        size_t *len) {
-    int size = op->shm->size, j = (r - op->root - 1 + size) % size;
-    *off = hcomm_block_offset(op->count, size - 1, j) * op->esize;
-    *len = hcomm_block_count(op->count, size - 1, j) * op->esize;
-}
-
-/* Broadcast: the receivers' part of the round; direct-read, the first
- * stage (the root's writes, or this receiver's slice). */
+/* Broadcast: the receivers' part of the round. Direct-read (two ranks):
+ * the receiver would copy the whole message while the root idles, so the
+ * root writes the last half into the receiver while the receiver reads the
+ * first. */
 static hcomm_status_t bcast_copy(hcomm_shm_op_t *op) {
     size_t off = round_offset(op) * op->esize, n = round_count(op) * op->esize;
-    int is_root = op->shm->rank == op->root;
     if (op->algo != HCOMM_SHM_CMA) {
         memcpy(op->recvbuf + off, hcomm_shm_in(op->shm, op->root, op->seq, n),
                n);
         return HCOMM_SUCCESS;
     }
-    if (op->shm->size > 2) {
-        if (is_root) return HCOMM_SUCCESS;
-        bcast_slice(op, op->shm->rank, &off, &n);
-        return peer_copy(op, op->root, 0, off, op->recvbuf + off, n);
-    }
-    size_t tail = bcast_tail(op), bytes = op->count * op->esize;
-    if (!is_root) return peer_copy(op, op->root, 0, 0, op->recvbuf, tail);
+    size_t bytes = op->count * op->esize;
+    size_t tail = (bytes - bytes / 2) & ~(size_t)63; /* the root's half */
+    if (op->shm->rank != op->root)
+        return peer_copy(op, op->root, 0, 0, op->recvbuf, tail);
     return peer_write(op, 1 - op->root, tail, op->sendbuf + tail, bytes - tail);
-}
-
-/* Direct-read broadcast, more than two ranks: the other receivers'
- * slices, from them. */
-static hcomm_status_t bcast_gather_slices(hcomm_shm_op_t *op) {
-    for (int k = 1; k < op->shm->size; k++) {
-        int r = rotated(op->shm, k);
-        if (r == op->root) continue;
-        size_t off, n;
-        bcast_slice(op, r, &off, &n);
-        hcomm_status_t st = peer_copy(op, r, 1, off, op->recvbuf + off, n);
-        if (st != HCOMM_SUCCESS) return st;
-    }
-    return HCOMM_SUCCESS;
 }
 
 /* The work of a round once its inputs have arrived; returns the next phase
@@ -432,10 +398,9 @@ static int after_arrive(hcomm_shm_op_t *op, hcomm_status_t *st) {
         return -1;
     default: /* broadcast */
         if (op->algo == HCOMM_SHM_CMA) {
-            /* reduced: the root's writes are over, or (more than two
-             * ranks) a receiver's slice is in place */
+            /* reduced: the root's writes are over */
             if ((*st = bcast_copy(op)) != HCOMM_SUCCESS) return -1;
-            if (is_root || op->shm->size > 2) publish(op, SHM_REDUCED);
+            if (is_root) publish(op, SHM_REDUCED);
             return is_root ? -1 : PHASE_REDUCED;
         }
         if (!is_root) *st = bcast_copy(op);
@@ -455,12 +420,10 @@ static int inputs_arrived(hcomm_shm_op_t *op) {
 }
 
 /* Whether this rank must stay until every peer has finished the round:
- * CMA peers read its own buffers. */
+ * CMA peers read its own buffers (a broadcast's, only the root's). */
 static int waits_for_readers(const hcomm_shm_op_t *op) {
     if (op->algo != HCOMM_SHM_CMA) return 0;
-    /* a broadcast's receivers read each other above two ranks */
-    return op->coll != HCOMM_COLL_BCAST || op->shm->rank == op->root ||
-           op->shm->size > 2;
+    return op->coll != HCOMM_COLL_BCAST || op->shm->rank == op->root;
 }
 
 /* A broadcast root runs ahead of its receivers, so the next round's entry
@@ -514,15 +477,9 @@ hcomm_status_t hcomm_shm_op_progress(hcomm_shm_op_t *op) {
         }
             /* fall through */
         case PHASE_REDUCED:
-            if (op->coll == HCOMM_COLL_BCAST && op->shm->size == 2) {
+            if (op->coll == HCOMM_COLL_BCAST) {
                 if (!reached(op, op->root, SHM_REDUCED, op->seq))
                     return HCOMM_ERR_IN_PROGRESS; /* the root's writes */
-                break;
-            }
-            if (op->coll == HCOMM_COLL_BCAST) { /* every slice in place */
-                if (!all_reached(op, SHM_REDUCED, op->seq))
-                    return HCOMM_ERR_IN_PROGRESS;
-                if ((st = bcast_gather_slices(op)) != HCOMM_SUCCESS) return st;
                 break;
             }
             if (!all_reached(op, SHM_REDUCED, op->seq))
@@ -564,13 +521,17 @@ void hcomm_shm_op_describe(const hcomm_shm_op_t *op, char *out, size_t len) {
                  (unsigned long long)op->seq, what[op->phase], op->waiting_for);
 }
 
-/* Measured with hcomm_perf (README, "Shared memory"), 2 and 8 ranks: one-shot
- * makes every rank read size - 1 copies, so its limit shrinks with the rank
- * count; below the CMA limit, staging through the slots beats cross-memory
- * reads, whose system calls (size - 1 per rank) and page pinning cost
- * microseconds. */
+/* Measured with hcomm_perf (README, "Shared memory"), 2 ranks on a 2-core
+ * machine, 2 to 8 on a 16-core one: one-shot makes every rank read
+ * size - 1 copies, so its limit shrinks with the rank count; below the CMA
+ * limits, staging through the slots beats cross-memory reads, whose system
+ * calls (size - 1 per rank) and page pinning cost microseconds. Above two
+ * ranks a broadcast stays on the slots at every size: receivers copy the
+ * root's slot from the shared cache, as fast as direct reads or up to 5x
+ * faster (4 and 8 ranks, 32 KiB to 32 MiB). */
 #define CMA_MIN_ALLREDUCE (128u << 10) /* per rank */
-#define CMA_MIN_BLOCK (64u << 10)      /* allgather block, broadcast message */
+#define CMA_MIN_BLOCK_2 (32u << 10)    /* allgather block, broadcast, 2 ranks */
+#define CMA_MIN_BLOCK (64u << 10)      /* allgather block, more ranks */
 
 hcomm_shm_algo_t hcomm_shm_select(const hcomm_shm_t *shm, hcomm_coll_t coll,
                                   size_t bytes) {
@@ -587,9 +548,14 @@ hcomm_shm_algo_t hcomm_shm_select(const hcomm_shm_t *shm, hcomm_coll_t coll,
         return shm->cma && bytes >= CMA_MIN_ALLREDUCE ? HCOMM_SHM_CMA
                                                       : HCOMM_SHM_ONESHOT;
     case HCOMM_COLL_ALLGATHER:
+        return shm->cma &&
+                       bytes >= (peers == 1 ? CMA_MIN_BLOCK_2 : CMA_MIN_BLOCK)
+                   ? HCOMM_SHM_CMA
+                   : HCOMM_SHM_ONESHOT;
     case HCOMM_COLL_BCAST:
-        return shm->cma && bytes >= CMA_MIN_BLOCK ? HCOMM_SHM_CMA
-                                                  : HCOMM_SHM_ONESHOT;
+        return shm->cma && peers == 1 && bytes >= CMA_MIN_BLOCK_2
+                   ? HCOMM_SHM_CMA
+                   : HCOMM_SHM_ONESHOT;
     default:
         return HCOMM_SHM_NONE;
     }
