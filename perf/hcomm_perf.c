@@ -66,6 +66,7 @@ enum {
     OPT_JSON,
     OPT_MPI_ONLY,
     OPT_HCOMM_ONLY,
+    OPT_PMPI,
     OPT_HELP
 };
 
@@ -94,6 +95,7 @@ static const opt_spec_t opt_specs[] = {
     {0, "json", 0, OPT_JSON},
     {0, "mpi-only", 0, OPT_MPI_ONLY},
     {0, "hcomm-only", 0, OPT_HCOMM_ONLY},
+    {0, "pmpi", 0, OPT_PMPI},
     {'h', "help", 0, OPT_HELP},
 };
 #define NSPECS (sizeof opt_specs / sizeof opt_specs[0])
@@ -175,6 +177,9 @@ static void print_usage(FILE *f) {
         "      --mpi-only         only the MPI side (under an LD_PRELOAD "
         "interposer)\n"
         "      --hcomm-only       only the hcomm side\n"
+        "      --pmpi             under an LD_PRELOAD interposer: the hcomm\n"
+        "                         columns time MPI_* (the interposer), the\n"
+        "                         MPI columns PMPI_* (MPI itself)\n"
         "  -h, --help             this text\n\n"
         "Sizes as nccl-tests: the buffer of allreduce, broadcast, reduce; the\n"
         "receive buffer of allgather; the send buffer of reduce_scatter; "
@@ -322,6 +327,9 @@ static int apply_opt(perf_opts_t *o, const opt_spec_t *spec, const char *v,
     case OPT_HCOMM_ONLY:
         o->run_mpi = 0;
         return 0;
+    case OPT_PMPI:
+        o->pmpi = 1;
+        return 0;
     case OPT_COLL:
         return set_coll(o, coll_set, v, err);
     default:
@@ -380,6 +388,10 @@ static int check_opts(const perf_opts_t *o, int nranks, char *err) {
     else if (o->root >= nranks)
         snprintf(err, ERRLEN, "root %d out of range (%d ranks)", o->root,
                  nranks);
+    else if (o->pmpi && (!o->run_hcomm || !o->run_mpi || o->registered))
+        snprintf(err, ERRLEN,
+                 "--pmpi times both sides through MPI: not with "
+                 "--mpi-only, --hcomm-only or --registered");
     else if (!o->run_hcomm && !o->run_mpi)
         snprintf(err, ERRLEN,
                  "--mpi-only and --hcomm-only exclude each "
@@ -512,8 +524,34 @@ static hcomm_status_t call_hcomm(const perf_ctx_t *c, const perf_layout_t *l,
     }
 }
 
+/* The MPI calls a side makes: MPI_* (taken by an LD_PRELOAD interposer,
+ * if one is loaded) or PMPI_* (MPI itself, whatever is preloaded). */
+typedef struct {
+    int (*allreduce)(const void *, void *, int, MPI_Datatype, MPI_Op, MPI_Comm);
+    int (*allgather)(const void *, int, MPI_Datatype, void *, int, MPI_Datatype,
+                     MPI_Comm);
+    int (*reduce_scatter_block)(const void *, void *, int, MPI_Datatype, MPI_Op,
+                                MPI_Comm);
+    int (*bcast)(void *, int, MPI_Datatype, int, MPI_Comm);
+    int (*reduce)(const void *, void *, int, MPI_Datatype, MPI_Op, int,
+                  MPI_Comm);
+    int (*alltoall)(const void *, int, MPI_Datatype, void *, int, MPI_Datatype,
+                    MPI_Comm);
+    int (*barrier)(MPI_Comm);
+} mpi_calls_t;
+
+static const mpi_calls_t via_mpi = {
+    MPI_Allreduce, MPI_Allgather, MPI_Reduce_scatter_block,
+    MPI_Bcast,     MPI_Reduce,    MPI_Alltoall,
+    MPI_Barrier};
+static const mpi_calls_t via_pmpi = {
+    PMPI_Allreduce, PMPI_Allgather, PMPI_Reduce_scatter_block,
+    PMPI_Bcast,     PMPI_Reduce,    PMPI_Alltoall,
+    PMPI_Barrier};
+
 /* MPI errors abort the job (MPI_ERRORS_ARE_FATAL on MPI_COMM_WORLD). */
-static void call_mpi(const perf_layout_t *l, const perf_bufs_t *b) {
+static void call_mpi(const mpi_calls_t *m, const perf_layout_t *l,
+                     const perf_bufs_t *b) {
     const int n = (int)l->count; /* mpi_side_on checked the range */
     const MPI_Datatype dt = mpi_dtype(l->dtype);
     const MPI_Op op = mpi_op(l->op);
@@ -521,26 +559,26 @@ static void call_mpi(const perf_layout_t *l, const perf_bufs_t *b) {
     const void *in = l->inplace ? MPI_IN_PLACE : b->send;
     switch (l->coll) {
     case PERF_ALLREDUCE:
-        MPI_Allreduce(in, b->recv, n, dt, op, w);
+        m->allreduce(in, b->recv, n, dt, op, w);
         break;
     case PERF_ALLGATHER:
-        MPI_Allgather(in, n, dt, b->recv, n, dt, w);
+        m->allgather(in, n, dt, b->recv, n, dt, w);
         break;
     case PERF_REDUCE_SCATTER:
-        MPI_Reduce_scatter_block(in, b->recv, n, dt, op, w);
+        m->reduce_scatter_block(in, b->recv, n, dt, op, w);
         break;
     case PERF_BROADCAST:
-        MPI_Bcast(b->recv, n, dt, l->root, w);
+        m->bcast(b->recv, n, dt, l->root, w);
         break;
     case PERF_REDUCE: /* MPI_IN_PLACE is for the root only */
         if (l->inplace && l->rank != l->root) in = b->recv;
-        MPI_Reduce(in, b->recv, n, dt, op, l->root, w);
+        m->reduce(in, b->recv, n, dt, op, l->root, w);
         break;
     case PERF_ALLTOALL:
-        MPI_Alltoall(in, n, dt, b->recv, n, dt, w);
+        m->alltoall(in, n, dt, b->recv, n, dt, w);
         break;
     default:
-        MPI_Barrier(w);
+        m->barrier(w);
         break;
     }
 }
@@ -557,8 +595,8 @@ _Noreturn static void die_call(const perf_ctx_t *c, const perf_layout_t *l,
  * probe, so any error now is a real one. */
 static void run_side(const perf_ctx_t *c, const perf_layout_t *l,
                      const perf_bufs_t *b, int side) {
-    if (side == SIDE_MPI) {
-        call_mpi(l, b);
+    if (side == SIDE_MPI || c->opts.pmpi) {
+        call_mpi(side == SIDE_MPI && c->opts.pmpi ? &via_pmpi : &via_mpi, l, b);
         return;
     }
     const hcomm_status_t st = call_hcomm(c, l, b);
@@ -721,9 +759,10 @@ static void run_trials(const perf_ctx_t *c, const perf_layout_t *l,
 
 /* Wrong elements over all ranks, on data the timed runs never saw. */
 /* Where a side's result starts. */
-static const void *result_of(const perf_layout_t *l, const perf_bufs_t *b,
-                             int side) {
-    if (side == SIDE_HCOMM && l->inplace && l->coll == PERF_REDUCE_SCATTER)
+static const void *result_of(const perf_ctx_t *c, const perf_layout_t *l,
+                             const perf_bufs_t *b, int side) {
+    if (side == SIDE_HCOMM && !c->opts.pmpi && l->inplace &&
+        l->coll == PERF_REDUCE_SCATTER)
         return own_block(l, b->recv);
     return b->recv;
 }
@@ -733,7 +772,7 @@ static long long check_side(const perf_ctx_t *c, const perf_layout_t *l,
     perf_data_fill(l, PERF_SEED_CHECK, b->send, b->recv);
     run_side(c, l, b, side);
     long long wrong =
-        perf_data_wrong(l, PERF_SEED_CHECK, result_of(l, b, side));
+        perf_data_wrong(l, PERF_SEED_CHECK, result_of(c, l, b, side));
     MPI_Allreduce(MPI_IN_PLACE, &wrong, 1, MPI_LONG_LONG, MPI_SUM,
                   MPI_COMM_WORLD);
     return wrong;
@@ -745,9 +784,12 @@ static void measure(perf_ctx_t *c, const perf_layout_t *l, const perf_bufs_t *b,
     int on[2] = {c->comm != HCOMM_COMM_NULL, mpi_side_on(c, l)};
     int iters[2];
     double median_us[2];
-    if (on[SIDE_HCOMM]) on[SIDE_HCOMM] = probe_hcomm(c, l, b);
-    if (on[SIDE_MPI])
-        run_side(c, l, b, SIDE_MPI); /* the same one-off costs as the probe */
+    if (c->opts.pmpi) on[SIDE_HCOMM] = on[SIDE_MPI];
+    if (on[SIDE_HCOMM] && !c->opts.pmpi) on[SIDE_HCOMM] = probe_hcomm(c, l, b);
+    /* the same one-off costs as the probe */
+    for (int side = c->opts.pmpi ? SIDE_HCOMM : SIDE_MPI; side <= SIDE_MPI;
+         side++)
+        if (on[side]) run_side(c, l, b, side);
     warmup(c, l, b, on, iters);
     run_trials(c, l, b, on, iters, median_us);
     for (int side = 0; side < 2; side++) {
@@ -834,7 +876,7 @@ static int run_all(perf_ctx_t *c) {
     const int first = all ? 0 : c->opts.coll;
     const int last = all ? PERF_COLL_COUNT - 1 : c->opts.coll;
     long long wrong[2] = {0, 0};
-    if (c->opts.run_hcomm) {
+    if (c->opts.run_hcomm && !c->opts.pmpi) {
         const hcomm_status_t st = hcomm_comm_create(MPI_COMM_WORLD, &c->comm);
         if (st != HCOMM_SUCCESS) die_hcomm(c, "hcomm_comm_create", st);
     }

@@ -70,6 +70,7 @@ typedef struct {
     int iters, warmup, check, root, inplace, json;
     int registered;         /* buffers from hcomm_mem_alloc */
     int run_hcomm, run_mpi; /* --mpi-only / --hcomm-only clear one */
+    int pmpi; /* the hcomm columns time MPI_*, the MPI columns PMPI_* */
     hcomm_dtype_t dtype;
     hcomm_op_t op;
 } perf_opts_t;

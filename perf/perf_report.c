@@ -493,6 +493,9 @@ static void print_notes(const perf_opts_t *o, perf_coll_t coll,
     printf("iters is a minimum: raised so a trial lasts >= %.0f ms\n",
            PERF_MIN_TRIAL_S * 1e3);
     if (!o->run_hcomm) printf("# hcomm columns: n/a (--mpi-only)\n");
+    if (o->pmpi)
+        printf("# --pmpi: hcomm columns: MPI_* calls (an LD_PRELOAD "
+               "interposer's, if loaded); MPI columns: PMPI_* (MPI itself)\n");
     if (mpi_na != NULL) printf("# MPI columns: n/a (%s)\n", mpi_na);
 }
 
