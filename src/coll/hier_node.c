@@ -66,29 +66,35 @@ static hcomm_status_t subcomms(hcomm_comm_impl_t *c, hcomm_comm_t *node,
     return HCOMM_SUCCESS;
 }
 
-/* Chunks in flight on the rails: chunk k uses slot k % DEPTH. */
+/* Chunks of step elements of count in flight on the rails: chunk k uses
+ * slot k % DEPTH. */
 typedef struct {
     hcomm_request_t req[DEPTH];
     size_t off[DEPTH], len[DEPTH];
     size_t started, finished;
+    size_t count, step, next; /* next: where the next chunk starts */
 } pipeline_t;
 
-static int pipe_full(const pipeline_t *p) {
-    return p->started - p->finished == DEPTH;
-}
+enum { PIPE_DONE, PIPE_START, PIPE_FINISHED };
 
-/* The slot of the next chunk to start, recording where it is. */
-static int pipe_start(pipeline_t *p, size_t off, size_t len) {
-    int s = (int)(p->started++ % DEPTH);
-    p->off[s] = off;
-    p->len[s] = len;
-    return s;
-}
-
-/* The oldest chunk's slot, once its rail call is over. */
-static hcomm_status_t pipe_finish(pipeline_t *p, int *slot) {
-    *slot = (int)(p->finished++ % DEPTH);
-    return hcomm_wait(&p->req[*slot]);
+/* The next move of a call's loop: PIPE_START the next chunk while a slot
+ * is free (its slot in *s, where it lies in off[*s] and len[*s]), else
+ * PIPE_FINISHED the oldest once its rail call is over (its slot in *s);
+ * PIPE_DONE when every chunk is finished or *st is an error. */
+static int pipe_step(pipeline_t *p, int *s, hcomm_status_t *st) {
+    if (*st != HCOMM_SUCCESS) return PIPE_DONE;
+    if (p->next < p->count && p->started - p->finished < DEPTH) {
+        size_t left = p->count - p->next;
+        *s = (int)(p->started++ % DEPTH);
+        p->off[*s] = p->next;
+        p->len[*s] = left < p->step ? left : p->step;
+        p->next += p->len[*s];
+        return PIPE_START;
+    }
+    if (p->finished == p->started) return PIPE_DONE;
+    *s = (int)(p->finished++ % DEPTH);
+    *st = hcomm_wait(&p->req[*s]);
+    return *st == HCOMM_SUCCESS ? PIPE_FINISHED : PIPE_DONE;
 }
 
 /* Waits for every rail call still running (after a failure). */
@@ -156,38 +162,34 @@ hcomm_status_t hcomm_hier_node_allreduce(hcomm_comm_impl_t *c,
     const hcomm_op_t rop = op == HCOMM_AVG ? HCOMM_SUM : op;
     const char *src = sendbuf;
     char *dst = recvbuf;
-    pipeline_t p = {0};
-    for (size_t off = 0;
-         st == HCOMM_SUCCESS && (off < count || p.finished < p.started);) {
-        int s;
-        if (off < count && !pipe_full(&p)) {
-            size_t len = count - off < step ? count - off : step;
-            size_t blk = len / (size_t)L, rest = len % (size_t)L;
-            s = pipe_start(&p, off, blk);
-            if (blk) {
-                char *mine = dst + (off + (size_t)li * blk) * es;
-                st = hcomm_reduce_scatter(src + off * es, mine, blk, dtype, rop,
-                                          node);
-                if (st == HCOMM_SUCCESS)
-                    st = hcomm_iallreduce(mine, mine, blk, dtype, rop, rail,
-                                          &p.req[s]);
-            }
-            if (rest && st == HCOMM_SUCCESS) { /* the last few elements */
-                size_t at = (off + (size_t)L * blk) * es;
-                st =
-                    hcomm_allreduce(src + at, dst + at, rest, dtype, rop, node);
-                if (st == HCOMM_SUCCESS)
-                    st = hcomm_allreduce(dst + at, dst + at, rest, dtype, rop,
-                                         rail);
-            }
-            off += len;
+    pipeline_t p = {.count = count, .step = step};
+    int s, move;
+    while ((move = pipe_step(&p, &s, &st)) != PIPE_DONE) {
+        size_t off = p.off[s], blk = p.len[s] / (size_t)L;
+        if (move == PIPE_FINISHED) {
+            /* The oldest block is back from its rail: spread it in the
+             * node. */
+            if (blk)
+                st = hcomm_allgather(dst + (off + (size_t)li * blk) * es,
+                                     dst + off * es, blk, dtype, node);
             continue;
         }
-        /* The oldest block is back from its rail: spread it in the node. */
-        st = pipe_finish(&p, &s);
-        if (st == HCOMM_SUCCESS && p.len[s])
-            st = hcomm_allgather(dst + (p.off[s] + (size_t)li * p.len[s]) * es,
-                                 dst + p.off[s] * es, p.len[s], dtype, node);
+        if (blk) {
+            char *mine = dst + (off + (size_t)li * blk) * es;
+            st = hcomm_reduce_scatter(src + off * es, mine, blk, dtype, rop,
+                                      node);
+            if (st == HCOMM_SUCCESS)
+                st = hcomm_iallreduce(mine, mine, blk, dtype, rop, rail,
+                                      &p.req[s]);
+        }
+        size_t rest = p.len[s] % (size_t)L;
+        if (rest && st == HCOMM_SUCCESS) { /* the last few elements */
+            size_t at = (off + (size_t)L * blk) * es;
+            st = hcomm_allreduce(src + at, dst + at, rest, dtype, rop, node);
+            if (st == HCOMM_SUCCESS)
+                st =
+                    hcomm_allreduce(dst + at, dst + at, rest, dtype, rop, rail);
+        }
     }
     st = pipe_drain(&p, st);
     if (st == HCOMM_SUCCESS && op == HCOMM_AVG)
@@ -215,23 +217,17 @@ hcomm_status_t hcomm_hier_node_reduce_scatter(hcomm_comm_impl_t *c,
     if ((st = scratch((size_t)c->size * step * es, DEPTH * N * step * es,
                       &grouped, &partial, "reduce_scatter")) != HCOMM_SUCCESS)
         return st;
-    pipeline_t p = {0};
-    for (size_t off = 0;
-         st == HCOMM_SUCCESS && (off < count || p.finished < p.started);) {
-        int s;
-        if (off < count && !pipe_full(&p)) {
-            size_t len = count - off < step ? count - off : step;
-            s = pipe_start(&p, off, len);
-            regroup(m, count, off, len, es, (char *)sendbuf, grouped, 1);
-            char *mine = partial + (size_t)s * N * step * es;
-            st = hcomm_reduce_scatter(grouped, mine, N * len, dtype, rop, node);
-            if (st == HCOMM_SUCCESS)
-                st = hcomm_ireduce_scatter(mine, (char *)recvbuf + off * es,
-                                           len, dtype, rop, rail, &p.req[s]);
-            off += len;
-            continue;
-        }
-        st = pipe_finish(&p, &s);
+    pipeline_t p = {.count = count, .step = step};
+    int s, move;
+    while ((move = pipe_step(&p, &s, &st)) != PIPE_DONE) {
+        if (move == PIPE_FINISHED) continue; /* its block is in place */
+        size_t off = p.off[s], len = p.len[s];
+        regroup(m, count, off, len, es, (char *)sendbuf, grouped, 1);
+        char *mine = partial + (size_t)s * N * step * es;
+        st = hcomm_reduce_scatter(grouped, mine, N * len, dtype, rop, node);
+        if (st == HCOMM_SUCCESS)
+            st = hcomm_ireduce_scatter(mine, (char *)recvbuf + off * es, len,
+                                       dtype, rop, rail, &p.req[s]);
     }
     st = pipe_drain(&p, st);
     free(grouped);
@@ -256,23 +252,16 @@ hcomm_status_t hcomm_hier_node_allgather(hcomm_comm_impl_t *c,
     if ((st = scratch(DEPTH * N * step * es, (size_t)c->size * step * es,
                       &railed, &all, "allgather")) != HCOMM_SUCCESS)
         return st;
-    pipeline_t p = {0};
-    for (size_t off = 0;
-         st == HCOMM_SUCCESS && (off < count || p.finished < p.started);) {
-        int s;
-        if (off < count && !pipe_full(&p)) {
-            size_t len = count - off < step ? count - off : step;
-            s = pipe_start(&p, off, len);
-            st = hcomm_iallgather((const char *)sendbuf + off * es,
-                                  railed + (size_t)s * N * step * es, len,
-                                  dtype, rail, &p.req[s]);
-            off += len;
+    pipeline_t p = {.count = count, .step = step};
+    int s, move;
+    while ((move = pipe_step(&p, &s, &st)) != PIPE_DONE) {
+        char *slot = railed + (size_t)s * N * step * es;
+        if (move == PIPE_START) {
+            st = hcomm_iallgather((const char *)sendbuf + p.off[s] * es, slot,
+                                  p.len[s], dtype, rail, &p.req[s]);
             continue;
         }
-        st = pipe_finish(&p, &s);
-        if (st == HCOMM_SUCCESS)
-            st = hcomm_allgather(railed + (size_t)s * N * step * es, all,
-                                 N * p.len[s], dtype, node);
+        st = hcomm_allgather(slot, all, N * p.len[s], dtype, node);
         if (st == HCOMM_SUCCESS) /* all is grouped by rail */
             regroup(m, count, p.off[s], p.len[s], es, recvbuf, all, 0);
     }

@@ -109,22 +109,29 @@ static const char *algo_name(hcomm_shm_algo_t a) {
                                     : "cma";
 }
 
+/* want: every rank's input of n reduced in rank order (averaged for AVG). */
+static void reference(char *want, hcomm_dtype_t dt, hcomm_op_t op, size_t n,
+                      int size) {
+    char *peer = malloc(n * hcomm_dtype_size(dt));
+    fill(want, dt, n, 0, op);
+    for (int r = 1; r < size; r++) {
+        fill(peer, dt, n, r, op);
+        hcomm_kernel_reduce(dt, op)(want, want, peer, n);
+    }
+    if (op == HCOMM_AVG) hcomm_kernel_scale(dt)(want, n, size);
+    free(peer);
+}
+
 /* One allreduce (or two at once, when pair is set), checked. */
 static void allreduce_case(rank_t *rk, hcomm_shm_algo_t algo, hcomm_dtype_t dt,
                            hcomm_op_t op, size_t n, int inplace, int pair) {
     size_t es = hcomm_dtype_size(dt);
     char *send = malloc(n * es), *recv = malloc(n * es);
-    char *want = malloc(n * es), *peer = malloc(n * es);
-    char *recv2 = malloc(n * es);
+    char *want = malloc(n * es), *recv2 = malloc(n * es);
     fill(send, dt, n, rk->rank, op);
     hcomm_reduce_fn_t fn = hcomm_kernel_reduce(dt, op);
     hcomm_scale_fn_t sc = op == HCOMM_AVG ? hcomm_kernel_scale(dt) : NULL;
-    fill(want, dt, n, 0, op);
-    for (int r = 1; r < rk->size; r++) {
-        fill(peer, dt, n, r, op);
-        fn(want, want, peer, n);
-    }
-    if (sc) sc(want, n, rk->size);
+    reference(want, dt, op, n, rk->size);
     if (inplace) memcpy(recv, send, n * es);
     memset(recv2, 0x5a, n * es);
     hcomm_shm_op_t a, b;
@@ -149,7 +156,6 @@ static void allreduce_case(rank_t *rk, hcomm_shm_algo_t algo, hcomm_dtype_t dt,
     free(send);
     free(recv);
     free(want);
-    free(peer);
     free(recv2);
 }
 
@@ -160,16 +166,11 @@ static void reduce_scatter_case(rank_t *rk, hcomm_shm_algo_t algo,
     size_t es = hcomm_dtype_size(dt), total = n * (size_t)rk->size;
     size_t mine = (size_t)rk->rank * n * es;
     char *send = malloc(total * es), *recv = malloc(n * es);
-    char *want = malloc(total * es), *peer = malloc(total * es);
+    char *want = malloc(total * es);
     fill(send, dt, total, rk->rank, op);
     hcomm_reduce_fn_t fn = hcomm_kernel_reduce(dt, op);
     hcomm_scale_fn_t sc = op == HCOMM_AVG ? hcomm_kernel_scale(dt) : NULL;
-    fill(want, dt, total, 0, op);
-    for (int r = 1; r < rk->size; r++) {
-        fill(peer, dt, total, r, op);
-        fn(want, want, peer, total);
-    }
-    if (sc) sc(want, total, rk->size);
+    reference(want, dt, op, total, rk->size);
     memset(recv, 0x5a, n * es);
     char *out = inplace ? send + mine : recv; /* hcomm.h's in-place form */
     hcomm_shm_op_t a;
@@ -189,7 +190,6 @@ static void reduce_scatter_case(rank_t *rk, hcomm_shm_algo_t algo,
     free(send);
     free(recv);
     free(want);
-    free(peer);
 }
 
 static unsigned char byte_of(int r, size_t i) {
