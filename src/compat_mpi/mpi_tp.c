@@ -7,9 +7,10 @@
 #include <string.h>
 
 /* Tag layout, when the MPI allows tags of 23 bits (Open MPI and MPICH do):
- * [kind:1][seq:6][step:16]. With the 15 bits MPI guarantees:
- * [kind:1][step:14]. Either way, messages of one (peer, tag) match in
- * posting order, which is all the plans need. */
+ * [kind:1][seq:6][step:16]: the call's sequence number keeps apart the
+ * messages of calls in flight at once on one communicator (the chunks of
+ * a pipeline). With the 15 bits MPI guarantees: [kind:1][step:14], where
+ * only one call at a time per communicator is safe. */
 #define BIG_BLOCK (1 << 20) /* messages past INT_MAX bytes go in blocks */
 
 typedef struct {
@@ -135,8 +136,10 @@ hcomm_status_t hcomm_mpi_tp_create(MPI_Comm comm, hcomm_tp_t **out) {
         free(m);
         return hcomm_error(HCOMM_ERR_TRANSPORT, "MPI_Comm_dup failed");
     }
+    /* MPI_TAG_UB is an attribute of MPI_COMM_WORLD; Open MPI does not
+     * carry it to split or duplicated communicators. */
     int *ub = NULL, flag = 0;
-    PMPI_Comm_get_attr(m->comm, MPI_TAG_UB, &ub, &flag);
+    PMPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &ub, &flag);
     m->wide_tags = flag && ub && *ub >= (1 << 23) - 1;
     PMPI_Type_contiguous(BIG_BLOCK, MPI_BYTE, &m->big);
     PMPI_Type_commit(&m->big);
