@@ -29,31 +29,32 @@ static int reduces(hcomm_coll_t coll) {
 }
 
 static hcomm_status_t check_call(const call_t *k, const hcomm_comm_impl_t *c) {
-    const char *name = hcomm_coll_name(k->coll);
-    size_t esize = hcomm_dtype_size(k->dtype);
+    size_t esize = hcomm_dtype_size(k->dtype), total;
     if (esize == 0)
         return hcomm_error(HCOMM_ERR_INVALID_DTYPE, "%s: unknown data type %d",
-                           name, (int)k->dtype);
+                           hcomm_coll_name(k->coll), (int)k->dtype);
     if (reduces(k->coll) && (unsigned)k->op >= HCOMM_OP_COUNT)
         return hcomm_error(HCOMM_ERR_INVALID_OP, "%s: unknown operation %d",
-                           name, (int)k->op);
+                           hcomm_coll_name(k->coll), (int)k->op);
     /* Every buffer holds at most size * count elements; offsets inside
-     * plans must not wrap either. */
-    if (k->count > SIZE_MAX / esize / (size_t)c->size / 2)
+     * plans must not wrap either (checked without a division, which costs
+     * as much as the rest of a small call's checks). */
+    if (__builtin_mul_overflow(k->count, esize * (size_t)c->size * 2, &total))
         return hcomm_error(HCOMM_ERR_OVERFLOW,
-                           "%s: %zu elements of %zu bytes overflow", name,
-                           k->count, esize);
+                           "%s: %zu elements of %zu bytes overflow",
+                           hcomm_coll_name(k->coll), k->count, esize);
     int rooted = k->coll == HCOMM_COLL_BCAST || k->coll == HCOMM_COLL_REDUCE ||
                  k->coll == HCOMM_COLL_GATHER || k->coll == HCOMM_COLL_SCATTER;
     int p2p = k->coll == HCOMM_COLL_SEND || k->coll == HCOMM_COLL_RECV;
     if ((rooted || p2p) && (k->root < 0 || k->root >= c->size))
         return hcomm_error(HCOMM_ERR_INVALID_ARG,
                            "%s: %s %d is out of range (communicator of %d)",
-                           name, p2p ? "peer" : "root", k->root, c->size);
+                           hcomm_coll_name(k->coll), p2p ? "peer" : "root",
+                           k->root, c->size);
     if (p2p && (k->tag < 0 || k->tag > HCOMM_TAG_MAX))
         return hcomm_error(HCOMM_ERR_INVALID_ARG,
-                           "%s: tag %d is out of range 0..%d", name, k->tag,
-                           HCOMM_TAG_MAX);
+                           "%s: tag %d is out of range 0..%d",
+                           hcomm_coll_name(k->coll), k->tag, HCOMM_TAG_MAX);
     /* Which buffers this rank reads or writes. */
     int is_root = c->rank == k->root;
     int needs_send = k->coll != HCOMM_COLL_RECV &&
@@ -66,7 +67,8 @@ static hcomm_status_t check_call(const call_t *k, const hcomm_comm_impl_t *c) {
     if (k->count > 0 &&
         ((needs_send && !k->sendbuf) || (needs_recv && !k->recvbuf)))
         return hcomm_error(
-            HCOMM_ERR_INVALID_ARG, "%s: %s buffer is NULL with count %zu", name,
+            HCOMM_ERR_INVALID_ARG, "%s: %s buffer is NULL with count %zu",
+            hcomm_coll_name(k->coll),
             needs_send && !k->sendbuf ? "send" : "receive", k->count);
     return HCOMM_SUCCESS;
 }
