@@ -96,7 +96,8 @@ typedef struct hcomm_request *hcomm_request_t; /* opaque handle */
 /* --- setup ------------------------------------------------------------ */
 
 /* Calls MPI_Init_thread itself when the program has not initialised MPI,
- * and then finalises MPI in hcomm_finalize. Reference counted. */
+ * and then finalises MPI in hcomm_finalize. Reference counted; the first
+ * call is collective over MPI_COMM_WORLD, like MPI_Init. */
 HCOMM_API hcomm_status_t hcomm_init(int *argc, char ***argv);
 HCOMM_API hcomm_status_t hcomm_finalize(void);
 HCOMM_API int hcomm_initialized(void);

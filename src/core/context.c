@@ -10,7 +10,8 @@
 #include <string.h>
 #include <unistd.h>
 
-hcomm_context_t hcomm_ctx = {.lock = PTHREAD_MUTEX_INITIALIZER};
+hcomm_context_t hcomm_ctx = {.lock = PTHREAD_MUTEX_INITIALIZER,
+                             .probe_comm = MPI_COMM_NULL};
 static pthread_mutex_t init_lock = PTHREAD_MUTEX_INITIALIZER;
 static int self_keyval = MPI_KEYVAL_INVALID;
 static int detaching; /* hcomm_finalize is removing the attribute itself */
@@ -31,6 +32,8 @@ static long auto_spin_count(void) {
 
 static void teardown(void) {
     hcomm_comm_free_all();
+    if (hcomm_ctx.probe_comm != MPI_COMM_NULL)
+        PMPI_Comm_free(&hcomm_ctx.probe_comm);
     hcomm_ucx_finalize();
     hcomm_pool_destroy(&hcomm_ctx.pool);
     atomic_store(&hcomm_ctx.initialized, 0);
@@ -75,6 +78,9 @@ static hcomm_status_t init_locked(int *argc, char ***argv) {
     }
     PMPI_Query_thread(&level);
     hcomm_ctx.thread_multiple = level == MPI_THREAD_MULTIPLE;
+    hcomm_ctx.mpi_funneled = level == MPI_THREAD_FUNNELED;
+    if (PMPI_Comm_dup(MPI_COMM_WORLD, &hcomm_ctx.probe_comm) != MPI_SUCCESS)
+        hcomm_ctx.probe_comm = MPI_COMM_NULL;
     long spin = hcomm_cfg_int(HCOMM_CFG_SPIN_COUNT);
     hcomm_ctx.spin_count = spin < 0 ? auto_spin_count() : spin;
     hcomm_pool_init(&hcomm_ctx.pool,
@@ -124,6 +130,21 @@ hcomm_status_t hcomm_finalize(void) {
     }
     pthread_mutex_unlock(&init_lock);
     return HCOMM_SUCCESS;
+}
+
+/* A large MPI send (a rendezvous without single-copy reads, in Open MPI's
+ * shared-memory transport or MPICH's) moves only while its sender's MPI
+ * progresses; a correct program may start one, enter a collective, and
+ * wait for the send after it while the receiver completes its receive
+ * before joining. A probe runs the engine in Open MPI and MPICH alike; on
+ * a duplicate of MPI_COMM_WORLD it matches nothing of the program's (MPICH
+ * answers one on a communicator of one rank without running the engine). */
+void hcomm_mpi_progress(void) {
+    int flag = 1;
+    if (hcomm_ctx.mpi_funneled) PMPI_Is_thread_main(&flag);
+    if (flag && hcomm_ctx.probe_comm != MPI_COMM_NULL)
+        PMPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, hcomm_ctx.probe_comm, &flag,
+                    MPI_STATUS_IGNORE);
 }
 
 int hcomm_initialized(void) {

@@ -4,6 +4,8 @@
 
 #include "core/pool.h"
 
+#include <mpi.h>
+
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -14,7 +16,9 @@ typedef struct {
     atomic_int initialized; /* hcomm_init calls not yet finalized */
     int own_mpi;            /* we called MPI_Init, so we finalize it */
     int thread_multiple;
-    int ucx_ok; /* the UCX transport initialised */
+    int mpi_funneled;    /* only MPI's main thread may call it */
+    MPI_Comm probe_comm; /* see hcomm_mpi_progress */
+    int ucx_ok;          /* the UCX transport initialised */
     long spin_count;
     hcomm_pool_t pool;
     pthread_mutex_t lock; /* comm ids, handle table, init/finalize */
@@ -22,6 +26,11 @@ typedef struct {
 } hcomm_context_t;
 
 extern hcomm_context_t hcomm_ctx;
+
+/* Lets MPI's progress engine run while a call waits (where the calling
+ * thread may call MPI): a peer may need this rank's pending MPI sends to
+ * move before it can join the collective this rank waits in. */
+void hcomm_mpi_progress(void);
 
 static inline int hcomm_is_initialized(void) {
     return atomic_load_explicit(&hcomm_ctx.initialized, memory_order_acquire) >

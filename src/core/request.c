@@ -142,8 +142,9 @@ hcomm_status_t hcomm_request_complete(struct hcomm_request *req) {
         if (atomic_load(&active_count) > req->active) progress_others(req);
         if ((long)polls >= spin) sched_yield();
         /* The clock is read rarely: it costs as much as a poll, and a call
-         * that completes within 1024 polls never needs it. */
+         * that completes within 1024 polls never needs it (nor MPI). */
         if ((polls & 1023) == 1023) {
+            hcomm_mpi_progress();
             double t = now_seconds();
             if (polls == 1023)
                 start = t;
