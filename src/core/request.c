@@ -89,7 +89,11 @@ hcomm_status_t hcomm_request_start(struct hcomm_request *req,
         if (st != HCOMM_SUCCESS) return st;
     }
     progress_one(req);
-    if (req->status == HCOMM_ERR_IN_PROGRESS && !blocking) list_add(req);
+    if (req->status == HCOMM_ERR_IN_PROGRESS && !blocking) {
+        req->started = now_seconds();
+        req->tests = 0;
+        list_add(req);
+    }
     return HCOMM_SUCCESS;
 }
 
@@ -127,7 +131,12 @@ hcomm_status_t hcomm_request_test(struct hcomm_request *req) {
     progress_one(req);
     if (req->status == HCOMM_ERR_IN_PROGRESS) {
         if (atomic_load(&active_count) > req->active) progress_others(req);
-        return HCOMM_ERR_IN_PROGRESS;
+        /* the clock every 64 tests, as the waits read it every 1024 polls */
+        if ((++req->tests & 63) != 0) return HCOMM_ERR_IN_PROGRESS;
+        double waited = now_seconds() - req->started;
+        if (waited <= hcomm_cfg_double(HCOMM_CFG_TIMEOUT))
+            return HCOMM_ERR_IN_PROGRESS;
+        timed_out(req, waited);
     }
     release(req);
     return req->status;

@@ -159,6 +159,23 @@ int main(int argc, char **argv) {
         }
         MPI_Barrier(MPI_COMM_WORLD);
         CHECK_OK(hcomm_comm_free(&victim));
+        /* The same, non-blocking, waited for by a loop of tests: the loop
+         * ends with the timeout too (given 10x its time here). */
+        CHECK_OK(hcomm_comm_dup(comm, &victim));
+        if (rank != 0) {
+            hcomm_request_t req;
+            hcomm_status_t st = hcomm_iallreduce(&one, &got, 1, HCOMM_INT32,
+                                                 HCOMM_SUM, victim, &req);
+            double t0 = MPI_Wtime();
+            while (st == HCOMM_SUCCESS && MPI_Wtime() - t0 < 20 &&
+                   (st = hcomm_test(&req)) == HCOMM_ERR_IN_PROGRESS)
+                st = HCOMM_SUCCESS;
+            CHECK(st == HCOMM_ERR_TIMEOUT, "absent rank, tests: %s",
+                  hcomm_strerror(st));
+            CHECK(req == HCOMM_REQUEST_NULL, "a timed-out request is freed");
+        }
+        MPI_Barrier(MPI_COMM_WORLD);
+        CHECK_OK(hcomm_comm_free(&victim));
     }
 
     CHECK_OK(hcomm_comm_free(&comm));
