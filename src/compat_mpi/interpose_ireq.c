@@ -1,16 +1,17 @@
 /* Non-blocking calls taken by HCOMM, as MPI generalized requests that the
  * program waits for with MPI_Wait, MPI_Test and the rest, which we do not
- * intercept. A generalized request completes only when we say so, so MPI's
- * progress engine must run ours:
- *  - Open MPI: a callback registered with opal_progress (looked up at run
- *    time: it is not MPI API), which every wait and test drives;
- *  - MPICH: MPIX_Grequest_start's poll function.
- * Where neither exists the calls go to MPI. */
+ * intercept. A generalized request completes only when we say so, and
+ * HCOMM's call moves only while something drives it, so MPI's progress
+ * engine must run ours in every blocking call, not only in waits on the
+ * request: a rank may block in MPI_Recv for a message its peer sends only
+ * after its own MPI_Wait on the reduction. Open MPI calls back whatever is
+ * registered with opal_progress (looked up at run time: it is not MPI API)
+ * from every wait. MPICH 4.0 has no such hook (MPIX_Grequest_start's poll
+ * function runs only while that request is waited for or tested, and that
+ * program stalled), so there, as with any other MPI, the calls go to MPI. */
 #include "compat_mpi/interpose.h"
-#include "core/context.h"
 
 #include <dlfcn.h>
-#include <sched.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,8 +20,7 @@ typedef struct ireq {
     hcomm_request_t hreq;
     MPI_Request mpi;
     hcomm_status_t status;
-    atomic_int done; /* MPI_Grequest_complete was called */
-    int refs;        /* the pending list's and MPI's (until free_fn) */
+    int refs; /* the pending list's and MPI's (until free_fn) */
     struct ireq *next;
 } ireq_t;
 
@@ -58,6 +58,7 @@ static int cancel_fn(void *state, int complete) {
     return MPI_SUCCESS; /* a collective cannot be cancelled */
 }
 
+#if defined(OPEN_MPI)
 /* Completes r in MPI once HCOMM has finished it. */
 static void complete(ireq_t *r) {
     if (r->status != HCOMM_SUCCESS)
@@ -67,13 +68,12 @@ static void complete(ireq_t *r) {
                 hcmpi.world_rank, hcomm_strerror(r->status),
                 hcomm_last_error());
     PMPI_Grequest_complete(r->mpi);
-    atomic_store(&r->done, 1);
     unref(r);
 }
 
-/* Tests every pending request once. Skipped while this thread is inside
- * HCOMM (MPI progress called from HCOMM's MPI transport) or another thread
- * is already here. */
+/* Tests every pending request once (opal_progress calls it). Skipped while
+ * this thread is inside HCOMM (MPI progress called from HCOMM's MPI
+ * transport, or its probe) or another thread is already here. */
 static int progress_all(void) {
     if (!atomic_load_explicit(&npending, memory_order_relaxed) || hcmpi_depth)
         return 0;
@@ -104,39 +104,10 @@ static int progress_all(void) {
     return n;
 }
 
-#if defined(OPEN_MPI)
 typedef int (*opal_cb_t)(void);
 static int (*opal_register)(opal_cb_t);
 static int (*opal_unregister)(opal_cb_t);
 static int registered;
-
-static int opal_progress_cb(void) {
-    return progress_all();
-}
-#elif defined(MPICH)
-static int poll_fn(void *state, MPI_Status *status) {
-    (void)state;
-    (void)status;
-    progress_all();
-    return MPI_SUCCESS;
-}
-
-/* MPICH requires one: progress until every request given is complete,
- * yielding the CPU like HCOMM's own waits when the node is oversubscribed. */
-static int wait_fn(int count, void **states, double timeout,
-                   MPI_Status *status) {
-    (void)timeout;
-    (void)status;
-    long polls = 0;
-    for (int i = 0; i < count; i++) {
-        ireq_t *r = states[i];
-        while (!atomic_load(&r->done)) {
-            progress_all();
-            if (++polls >= hcomm_ctx.spin_count) sched_yield();
-        }
-    }
-    return MPI_SUCCESS;
-}
 #endif
 
 void hcmpi_ireq_init(void) {
@@ -145,11 +116,9 @@ void hcmpi_ireq_init(void) {
         (int (*)(opal_cb_t))dlsym(RTLD_DEFAULT, "opal_progress_register");
     opal_unregister =
         (int (*)(opal_cb_t))dlsym(RTLD_DEFAULT, "opal_progress_unregister");
-    available = opal_register && opal_unregister &&
-                opal_register(opal_progress_cb) == 0;
+    available =
+        opal_register && opal_unregister && opal_register(progress_all) == 0;
     registered = available;
-#elif defined(MPICH)
-    available = 1;
 #else
     available = 0;
 #endif
@@ -157,7 +126,7 @@ void hcmpi_ireq_init(void) {
 
 void hcmpi_ireq_finalize(void) {
 #if defined(OPEN_MPI)
-    if (registered) opal_unregister(opal_progress_cb);
+    if (registered) opal_unregister(progress_all);
     registered = 0;
 #endif
     available = 0;
@@ -174,12 +143,7 @@ int hcmpi_ireq_wrap(hcomm_request_t hreq, MPI_Comm comm, MPI_Request *out) {
         r->hreq = hreq;
         r->refs = 2;
         hcmpi_depth++;
-#if defined(MPICH)
-        rc = PMPIX_Grequest_start(query_fn, free_fn, cancel_fn, poll_fn,
-                                  wait_fn, r, out);
-#else
         rc = PMPI_Grequest_start(query_fn, free_fn, cancel_fn, r, out);
-#endif
         hcmpi_depth--;
     }
     if (rc != MPI_SUCCESS) {

@@ -47,6 +47,11 @@ if $MPIRUN --version 2>&1 | grep -q "Open MPI"; then
 else # MPICH's Hydra
     launch=
     setenv() { printf -- '-genv %s %s ' "$1" "$2"; }
+    # No hook runs HCOMM's non-blocking calls from MPICH's blocking ones
+    # (interpose_ireq.c): MPI_Iallreduce goes to MPI there, and says why.
+    expect_taken=$(echo "$expect_taken" | sed 's/MPI_Iallreduce//')
+    expect_calls=$(echo "$expect_calls" | sed 's/MPI_Iallreduce//')
+    no_hook_ok=MPI_Iallreduce
 fi
 export HCOMM_TIMEOUT=${HCOMM_TIMEOUT:-60}
 tmp=$(mktemp -d)
@@ -102,8 +107,9 @@ check_stats() {
         [ "$k" -eq "$n" ] || fail "$c neither taken nor unimplemented on" \
             "$k of $n ranks"
     done
-    if grep -e ' failed' -e 'refused by HCOMM' -e 'communicator setup' \
-        -e 'no progress hook' -e 're-entry' -e 'did not start' "$s"; then
+    if grep -v "\] ${no_hook_ok:-none}: 0 taken, [0-9]* fallback ([0-9]* no progress hook)$" "$s" |
+        grep -e ' failed' -e 'refused by HCOMM' -e 'communicator setup' \
+            -e 'no progress hook' -e 're-entry' -e 'did not start'; then
         fail "calls fell back for no good reason (above)"
     fi
     if grep ': [1-9][0-9]* taken' "$tmp/none.stats"; then

@@ -4,7 +4,9 @@
  * first and joins the collective after. Without single-copy reads (turned
  * off here for Open MPI, as containers without ptrace rights have it) the
  * send moves only while its sender's MPI progresses, so a collective that
- * spins without letting MPI run would wait for a peer that waits for it. */
+ * spins without letting MPI run would wait for a peer that waits for it.
+ * Then the converse: a taken MPI_Iallreduce must move while its rank
+ * blocks in an MPI call that is not HCOMM's. */
 #define PU_MAIN
 #include "preload_util.h"
 
@@ -77,6 +79,29 @@ int main(int argc, char **argv) {
                       "%s while a %d B send waits", names[c], bytes);
         }
     }
+    /* The other way round: a reduction in flight must move while its rank
+     * blocks in a receive whose message the peer sends only once the
+     * reduction is over on its side (8 MiB: many rounds, not one). */
+    const int big = 1 << 20;
+    double *w = malloc(sizeof(double) * (size_t)big);
+    for (int i = 0; i < big; i++)
+        w[i] = pu_rank + i;
+    MPI_Request req;
+    int token = 0, wrong = 0;
+    PU_OK(MPI_Iallreduce(MPI_IN_PLACE, w, big, MPI_DOUBLE, MPI_SUM,
+                         MPI_COMM_WORLD, &req));
+    if (pu_rank % 2 == 0 && peer != MPI_PROC_NULL)
+        PU_OK(MPI_Recv(&token, 1, MPI_INT, peer, 99, MPI_COMM_WORLD,
+                       MPI_STATUS_IGNORE));
+    PU_OK(MPI_Wait(&req, MPI_STATUS_IGNORE));
+    if (pu_rank % 2)
+        PU_OK(MPI_Send(&token, 1, MPI_INT, peer, 99, MPI_COMM_WORLD));
+    for (int i = 0; i < big; i++)
+        wrong += w[i] != pu_size * (pu_size - 1) / 2.0 + (double)pu_size * i;
+    PU_CHECK(wrong == 0, "iallreduce across a receive: %d wrong", wrong);
+    pu_report(pu_hash(w, sizeof(double) * (size_t)big, 0),
+              "iallreduce while its rank waits in a receive");
+    free(w);
     free(msg);
     free(all);
     int rc = pu_finish("progress");
