@@ -2,7 +2,8 @@
  * every algorithm x in place and out of place x every root, counts around
  * the rank count, results compared bit for bit with references computed
  * here; non-blocking collectives in flight on several communicators at
- * once; and one long interleaved sequence of 1000 calls, each checked. */
+ * once; one long interleaved sequence of 1000 calls, each checked; and a
+ * random mix of blocking and non-blocking calls (HCOMM_TEST_SEED). */
 #include "coll/plan.h"
 #include "coll/select.h"
 #include "mpi_check.h"
@@ -346,6 +347,70 @@ static void test_sequence(hcomm_comm_t comm) {
     }
 }
 
+/* A random mix, the same on every rank (one seed): batches of up to four
+ * non-blocking calls on the world, a half and a duplicate, with a
+ * blocking call now and then while they run, counts from 0 to 100003
+ * (one-shot, two-shot, direct-read and many-round shared-memory calls,
+ * plans), each rank waiting in its own random order. */
+/* A random mix, the same on every rank (one seed): batches of up to four
+ * non-blocking calls on the world, a half and a duplicate, with blocking
+ * calls in between while they run, counts from 0 to 100003 (one-shot,
+ * two-shot, direct-read and many-round shared-memory calls, plans,
+ * hierarchical node stages under an override file), each rank waiting in
+ * its own random order. */
+static shape_t random_shape(unsigned *seed, int n) {
+    static const size_t counts[] = {0, 1, 3, 61, 1031, 4099, 40009, 100003};
+    shape_t s = {.coll = colls[rand_r(seed) % NCOLLS],
+                 .t = (hcomm_dtype_t)(rand_r(seed) % HCOMM_DTYPE_COUNT),
+                 .op = (hcomm_op_t)(rand_r(seed) % HCOMM_OP_COUNT),
+                 .count =
+                     counts[rand_r(seed) % (sizeof(counts) / sizeof(*counts))],
+                 .inplace = rand_r(seed) % 2,
+                 .algo = "random"};
+    s.root = rand_r(seed) % n;
+    return s;
+}
+
+static void test_random(hcomm_comm_t world) {
+    enum { BATCHES = 60, MAXCALLS = 4 };
+    hcomm_comm_t comms[3];
+    comms[0] = world;
+    CHECK_OK(hcomm_comm_split(world, rank % 2, rank, &comms[1]));
+    CHECK_OK(hcomm_comm_dup(world, &comms[2]));
+    const char *seed = getenv("HCOMM_TEST_SEED");
+    unsigned shared = seed ? (unsigned)atoi(seed) : 12345;
+    unsigned mine = 777u + (unsigned)rank;
+    for (int batch = 0; batch < BATCHES; batch++) {
+        shape_t s[MAXCALLS];
+        bufs_t b[MAXCALLS];
+        hcomm_request_t req[MAXCALLS];
+        int waited[MAXCALLS] = {0}, ncalls = 1 + rand_r(&shared) % MAXCALLS;
+        for (int k = 0; k < ncalls; k++) {
+            hcomm_comm_t comm = comms[rand_r(&shared) % 3];
+            int n, r;
+            hcomm_comm_size(comm, &n);
+            hcomm_comm_rank(comm, &r);
+            s[k] = random_shape(&shared, n);
+            prepare(&s[k], n, r, &b[k]);
+            CHECK_OK(start(&s[k], &b[k], comm, &req[k]));
+            if (rand_r(&shared) % 3 == 0) {
+                shape_t blocking = random_shape(&shared, n);
+                blocking.algo = "random, blocking";
+                run_blocking(&blocking, comm);
+            }
+        }
+        for (int left = ncalls; left > 0; left--) {
+            int k = rand_r(&mine) % ncalls;
+            while (waited[k])
+                k = (k + 1) % ncalls;
+            waited[k] = 1;
+            finish(&s[k], &b[k], hcomm_wait(&req[k]));
+        }
+    }
+    CHECK_OK(hcomm_comm_free(&comms[1]));
+    CHECK_OK(hcomm_comm_free(&comms[2]));
+}
+
 int main(int argc, char **argv) {
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -360,6 +425,7 @@ int main(int argc, char **argv) {
     test_send_recv(world);
     test_concurrent(world);
     test_sequence(world);
+    test_random(world);
     CHECK_OK(hcomm_comm_free(&world));
     CHECK_OK(hcomm_finalize());
     int rc = check_summary("test_colls");
