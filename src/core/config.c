@@ -44,9 +44,9 @@ static const cfg_entry_t table[HCOMM_CFG_COUNT] = {
      "Most bytes of scratch memory kept cached for reuse; scratch beyond it "
      "is allocated and freed per call."},
     {"HCOMM_TIMEOUT", CFG_DOUBLE, "300", NULL,
-     "Seconds a call may wait for its peers (a non-blocking one: since it "
-     "started, when tested) before it fails with HCOMM_ERR_TIMEOUT, naming "
-     "the operation and the peers it waited for."},
+     "Seconds a call may wait for its peers (a non-blocking one: tested "
+     "back to back) before it fails with HCOMM_ERR_TIMEOUT, naming the "
+     "operation and the peers it waited for."},
     {"HCOMM_SPIN_COUNT", CFG_INT, "auto", NULL,
      "Idle polls before a waiting rank yields the CPU on each poll; auto: "
      "0 when a node has more ranks than cores, else 20000."},

@@ -90,8 +90,8 @@ hcomm_status_t hcomm_request_start(struct hcomm_request *req,
     }
     progress_one(req);
     if (req->status == HCOMM_ERR_IN_PROGRESS && !blocking) {
-        req->started = now_seconds();
         req->tests = 0;
+        req->last_look = 0;
         list_add(req);
     }
     return HCOMM_SUCCESS;
@@ -131,12 +131,18 @@ hcomm_status_t hcomm_request_test(struct hcomm_request *req) {
     progress_one(req);
     if (req->status == HCOMM_ERR_IN_PROGRESS) {
         if (atomic_load(&active_count) > req->active) progress_others(req);
-        /* the clock every 64 tests, as the waits read it every 1024 polls */
+        /* The clock every 64 tests, as waits read it every 1024 polls.
+         * Tests more than a second apart are a program working between
+         * them, not waiting (it may compute for longer than the timeout
+         * while the call is in flight): the time out counts from when
+         * tests come back to back. */
         if ((++req->tests & 63) != 0) return HCOMM_ERR_IN_PROGRESS;
-        double waited = now_seconds() - req->started;
-        if (waited <= hcomm_cfg_double(HCOMM_CFG_TIMEOUT))
+        double t = now_seconds();
+        if (t - req->last_look > 1.0) req->waiting_since = t;
+        req->last_look = t;
+        if (t - req->waiting_since <= hcomm_cfg_double(HCOMM_CFG_TIMEOUT))
             return HCOMM_ERR_IN_PROGRESS;
-        timed_out(req, waited);
+        timed_out(req, t - req->waiting_since);
     }
     release(req);
     return req->status;

@@ -19,8 +19,8 @@ struct hcomm_request {
     hcomm_status_t status;
     int active;       /* in the process-wide list of running requests */
     atomic_flag busy; /* a thread is progressing it */
-    double started;   /* non-blocking: when it started (for tests' timeout) */
     unsigned tests;   /* hcomm_request_test calls so far */
+    double last_look, waiting_since; /* the tests' clock (timeout) */
     struct hcomm_request *prev, *next;
 };
 
@@ -36,8 +36,8 @@ hcomm_status_t hcomm_request_start(struct hcomm_request *req,
  * within HCOMM_TIMEOUT; releases what it holds. */
 hcomm_status_t hcomm_request_complete(struct hcomm_request *req);
 /* One progress attempt: HCOMM_ERR_IN_PROGRESS, or the final status (the
- * request is then released); HCOMM_ERR_TIMEOUT once it has run for
- * HCOMM_TIMEOUT, so that a loop of tests ends too. */
+ * request is then released); HCOMM_ERR_TIMEOUT once tests have come back
+ * to back for HCOMM_TIMEOUT, so that a loop of tests ends too. */
 hcomm_status_t hcomm_request_test(struct hcomm_request *req);
 
 #endif

@@ -184,6 +184,38 @@ int main(int argc, char **argv) {
     EXPECT_ERR(HCOMM_ERR_NOT_INITIALIZED,
                hcomm_allreduce(x, y, 4, HCOMM_FLOAT32, HCOMM_SUM, comm));
 
+    /* Not a timeout: a program that computes for longer than
+     * HCOMM_TIMEOUT while a call is in flight, then tests it until done.
+     * On the plans (no segment), so that it takes many tests. */
+    if (n > 1) {
+        const size_t big = 8u << 20;
+        float *in = malloc(big * sizeof(float)), *out = malloc(big * 4);
+        hcomm_request_t req;
+        for (size_t i = 0; i < big; i++)
+            in[i] = (float)(i % 1000);
+        setenv("HCOMM_SHM_SLOT_SIZE", "0", 1);
+        CHECK_OK(hcomm_init(&argc, &argv));
+        CHECK_OK(hcomm_comm_create(MPI_COMM_WORLD, &comm));
+        hcomm_status_t st = hcomm_iallreduce(in, out, big, HCOMM_FLOAT32,
+                                             HCOMM_SUM, comm, &req);
+        sleep(3); /* the timeout is 2 s here */
+        double t0 = MPI_Wtime();
+        while (st == HCOMM_SUCCESS && MPI_Wtime() - t0 < 60 &&
+               (st = hcomm_test(&req)) == HCOMM_ERR_IN_PROGRESS)
+            st = HCOMM_SUCCESS;
+        CHECK(st == HCOMM_SUCCESS && req == HCOMM_REQUEST_NULL,
+              "tests after a long computation: %s (%s)", hcomm_strerror(st),
+              hcomm_last_error());
+        size_t wrong = 0;
+        for (size_t i = 0; st == HCOMM_SUCCESS && i < big; i++)
+            wrong += out[i] != (float)(n * (int)(i % 1000));
+        CHECK(wrong == 0, "tests after a long computation: %zu wrong", wrong);
+        CHECK_OK(hcomm_comm_free(&comm));
+        CHECK_OK(hcomm_finalize());
+        free(in);
+        free(out);
+    }
+
     fflush(stdout);
     long printed = ftell(capture);
     dup2(saved_stdout, 1);
