@@ -111,20 +111,25 @@ static void release(struct hcomm_request *req) {
     hcomm_comm_plan_put(req->comm, req->plan);
 }
 
-static hcomm_status_t timed_out(struct hcomm_request *req, double waited) {
+/* Fails req, naming what it waited for; 0 (nothing done) while another
+ * thread is advancing it, which must not see its state change under it. */
+static int timed_out(struct hcomm_request *req, double waited) {
     char what[512];
     hcomm_comm_impl_t *c = req->comm;
+    if (req->active && atomic_flag_test_and_set(&req->busy)) return 0;
     if (!req->plan)
         hcomm_shm_op_describe(&req->direct, what, sizeof(what));
     else if (!hcomm_exec_describe_wait(&req->exec, what, sizeof(what)))
         snprintf(what, sizeof(what), "local steps");
     req->status = HCOMM_ERR_TIMEOUT;
     c->broken = HCOMM_ERR_TIMEOUT;
-    return hcomm_error(HCOMM_ERR_TIMEOUT,
-                       "%s (sequence %u) on communicator %u, rank %d of %d, "
-                       "gave up after %.1f s waiting for: %s",
-                       hcomm_coll_name(req->coll), request_seq(req),
-                       (unsigned)c->id, c->rank, c->size, waited, what);
+    hcomm_error(HCOMM_ERR_TIMEOUT,
+                "%s (sequence %u) on communicator %u, rank %d of %d, "
+                "gave up after %.1f s waiting for: %s",
+                hcomm_coll_name(req->coll), request_seq(req), (unsigned)c->id,
+                c->rank, c->size, waited, what);
+    if (req->active) atomic_flag_clear(&req->busy);
+    return 1;
 }
 
 hcomm_status_t hcomm_request_test(struct hcomm_request *req) {
@@ -140,9 +145,9 @@ hcomm_status_t hcomm_request_test(struct hcomm_request *req) {
         double t = now_seconds();
         if (t - req->last_look > 1.0) req->waiting_since = t;
         req->last_look = t;
-        if (t - req->waiting_since <= hcomm_cfg_double(HCOMM_CFG_TIMEOUT))
+        if (t - req->waiting_since <= hcomm_cfg_double(HCOMM_CFG_TIMEOUT) ||
+            !timed_out(req, t - req->waiting_since))
             return HCOMM_ERR_IN_PROGRESS;
-        timed_out(req, t - req->waiting_since);
     }
     release(req);
     return req->status;
@@ -163,10 +168,8 @@ hcomm_status_t hcomm_request_complete(struct hcomm_request *req) {
             double t = now_seconds();
             if (polls == 1023)
                 start = t;
-            else if (t - start > timeout) {
-                timed_out(req, t - start);
+            else if (t - start > timeout && timed_out(req, t - start))
                 break;
-            }
         }
     }
     hcomm_status_t st = req->status;
