@@ -784,12 +784,13 @@ static void measure(perf_ctx_t *c, const perf_layout_t *l, const perf_bufs_t *b,
     int on[2] = {c->comm != HCOMM_COMM_NULL, mpi_side_on(c, l)};
     int iters[2];
     double median_us[2];
-    if (c->opts.pmpi) on[SIDE_HCOMM] = on[SIDE_MPI];
-    if (on[SIDE_HCOMM] && !c->opts.pmpi) on[SIDE_HCOMM] = probe_hcomm(c, l, b);
-    /* the same one-off costs as the probe */
-    for (int side = c->opts.pmpi ? SIDE_HCOMM : SIDE_MPI; side <= SIDE_MPI;
-         side++)
-        if (on[side]) run_side(c, l, b, side);
+    if (c->opts.pmpi) /* both sides are MPI calls: no probe, one call each */
+        on[SIDE_HCOMM] = on[SIDE_MPI];
+    else if (on[SIDE_HCOMM])
+        on[SIDE_HCOMM] = probe_hcomm(c, l, b);
+    if (c->opts.pmpi && on[SIDE_HCOMM]) run_side(c, l, b, SIDE_HCOMM);
+    if (on[SIDE_MPI])
+        run_side(c, l, b, SIDE_MPI); /* the same one-off costs as the probe */
     warmup(c, l, b, on, iters);
     run_trials(c, l, b, on, iters, median_us);
     for (int side = 0; side < 2; side++) {

@@ -10,6 +10,7 @@
  * function runs only while that request is waited for or tested, and that
  * program stalled), so there, as with any other MPI, the calls go to MPI. */
 #include "compat_mpi/interpose.h"
+#include "core/context.h"
 
 #include <dlfcn.h>
 #include <pthread.h>
@@ -73,13 +74,14 @@ static void complete(ireq_t *r) {
 
 /* Tests every pending request once (opal_progress calls it). Skipped while
  * this thread is inside HCOMM (MPI progress called from HCOMM's MPI
- * transport, or its probe) or another thread is already here. */
+ * transport) or another thread is already here. */
 static int progress_all(void) {
     if (!atomic_load_explicit(&npending, memory_order_relaxed) || hcmpi_depth)
         return 0;
     if (pthread_mutex_trylock(&lock) != 0) return 0;
     ireq_t *done = NULL, **p = &pending;
     hcmpi_depth++;
+    hcomm_in_mpi_progress++; /* MPI is running us: tests must not probe */
     while (*p) {
         ireq_t *r = *p;
         hcomm_status_t st = hcomm_test(&r->hreq);
@@ -93,6 +95,7 @@ static int progress_all(void) {
         done = r;
         atomic_fetch_sub(&npending, 1);
     }
+    hcomm_in_mpi_progress--;
     hcmpi_depth--;
     pthread_mutex_unlock(&lock);
     int n = 0;

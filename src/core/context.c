@@ -139,12 +139,17 @@ hcomm_status_t hcomm_finalize(void) {
  * before joining. A probe runs the engine in Open MPI and MPICH alike; on
  * a duplicate of MPI_COMM_WORLD it matches nothing of the program's (MPICH
  * answers one on a communicator of one rank without running the engine). */
+_Thread_local int hcomm_in_mpi_progress;
+
 void hcomm_mpi_progress(void) {
     int flag = 1;
+    if (hcomm_in_mpi_progress || hcomm_ctx.probe_comm == MPI_COMM_NULL) return;
     if (hcomm_ctx.mpi_funneled) PMPI_Is_thread_main(&flag);
-    if (flag && hcomm_ctx.probe_comm != MPI_COMM_NULL)
-        PMPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, hcomm_ctx.probe_comm, &flag,
-                    MPI_STATUS_IGNORE);
+    if (!flag) return;
+    hcomm_in_mpi_progress++;
+    PMPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, hcomm_ctx.probe_comm, &flag,
+                MPI_STATUS_IGNORE);
+    hcomm_in_mpi_progress--;
 }
 
 int hcomm_initialized(void) {

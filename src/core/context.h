@@ -31,6 +31,10 @@ extern hcomm_context_t hcomm_ctx;
  * thread may call MPI): a peer may need this rank's pending MPI sends to
  * move before it can join the collective this rank waits in. */
 void hcomm_mpi_progress(void);
+/* Set while this thread is inside MPI's progress engine already (our probe,
+ * the preload's progress callback): hcomm_mpi_progress does nothing then,
+ * as MPI's engine must not be entered again from within itself. */
+extern _Thread_local int hcomm_in_mpi_progress;
 
 static inline int hcomm_is_initialized(void) {
     return atomic_load_explicit(&hcomm_ctx.initialized, memory_order_acquire) >

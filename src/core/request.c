@@ -4,6 +4,7 @@
 #include "core/context.h"
 #include "core/log.h"
 
+#include <math.h>
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -84,16 +85,14 @@ hcomm_status_t hcomm_request_start(struct hcomm_request *req,
     req->coll = coll;
     req->active = 0;
     req->status = HCOMM_ERR_IN_PROGRESS;
+    req->polls = 0;
+    req->last_look = 0;
     if (plan) {
         hcomm_status_t st = hcomm_exec_start(&req->exec, args);
         if (st != HCOMM_SUCCESS) return st;
     }
     progress_one(req);
-    if (req->status == HCOMM_ERR_IN_PROGRESS && !blocking) {
-        req->tests = 0;
-        req->last_look = 0;
-        list_add(req);
-    }
+    if (req->status == HCOMM_ERR_IN_PROGRESS && !blocking) list_add(req);
     return HCOMM_SUCCESS;
 }
 
@@ -132,45 +131,46 @@ static int timed_out(struct hcomm_request *req, double waited) {
     return 1;
 }
 
+/* One poll of a wait or a test. Every mask + 1 of them MPI gets to
+ * progress (hcomm_mpi_progress) and the clock is read: it costs as much as
+ * a poll, and a call done sooner never needs either. 1 once req has been
+ * polled for HCOMM_TIMEOUT (it is then failed); the time counts from the
+ * first look, or from one more than gap seconds after the previous. */
+static int tick(struct hcomm_request *req, unsigned mask, double gap) {
+    if ((++req->polls & mask) != 0) return 0;
+    hcomm_mpi_progress();
+    double t = now_seconds();
+    if (req->last_look == 0 || t - req->last_look > gap) req->waiting_since = t;
+    req->last_look = t;
+    double waited = t - req->waiting_since;
+    return waited > hcomm_cfg_double(HCOMM_CFG_TIMEOUT) &&
+           timed_out(req, waited);
+}
+
+/* Tests more than a second apart are a program working between them, not
+ * waiting (it may compute for longer than the timeout while the call is in
+ * flight): their time out counts from when tests come back to back. */
 hcomm_status_t hcomm_request_test(struct hcomm_request *req) {
     progress_one(req);
     if (req->status == HCOMM_ERR_IN_PROGRESS) {
         if (atomic_load(&active_count) > req->active) progress_others(req);
-        /* The clock every 64 tests, as waits read it every 1024 polls.
-         * Tests more than a second apart are a program working between
-         * them, not waiting (it may compute for longer than the timeout
-         * while the call is in flight): the time out counts from when
-         * tests come back to back. */
-        if ((++req->tests & 63) != 0) return HCOMM_ERR_IN_PROGRESS;
-        double t = now_seconds();
-        if (t - req->last_look > 1.0) req->waiting_since = t;
-        req->last_look = t;
-        if (t - req->waiting_since <= hcomm_cfg_double(HCOMM_CFG_TIMEOUT) ||
-            !timed_out(req, t - req->waiting_since))
-            return HCOMM_ERR_IN_PROGRESS;
+        if (!tick(req, 63, 1.0)) return HCOMM_ERR_IN_PROGRESS;
     }
     release(req);
     return req->status;
 }
 
+/* A wait is one stretch of waiting: its time out counts from its start. */
 hcomm_status_t hcomm_request_complete(struct hcomm_request *req) {
     long spin = hcomm_ctx.spin_count;
-    double timeout = hcomm_cfg_double(HCOMM_CFG_TIMEOUT), start = 0;
-    for (unsigned long polls = 0;; polls++) {
+    req->polls = 0;
+    req->last_look = 0;
+    for (long polls = 0;; polls++) {
         progress_one(req);
         if (req->status != HCOMM_ERR_IN_PROGRESS) break;
         if (atomic_load(&active_count) > req->active) progress_others(req);
-        if ((long)polls >= spin) sched_yield();
-        /* The clock is read rarely: it costs as much as a poll, and a call
-         * that completes within 1024 polls never needs it (nor MPI). */
-        if ((polls & 1023) == 1023) {
-            hcomm_mpi_progress();
-            double t = now_seconds();
-            if (polls == 1023)
-                start = t;
-            else if (t - start > timeout && timed_out(req, t - start))
-                break;
-        }
+        if (polls >= spin) sched_yield();
+        if (tick(req, 1023, INFINITY)) break;
     }
     hcomm_status_t st = req->status;
     release(req);

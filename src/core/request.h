@@ -19,8 +19,8 @@ struct hcomm_request {
     hcomm_status_t status;
     int active;       /* in the process-wide list of running requests */
     atomic_flag busy; /* a thread is progressing it */
-    unsigned tests;   /* hcomm_request_test calls so far */
-    double last_look, waiting_since; /* the tests' clock (timeout) */
+    unsigned polls;   /* of the current wait, or tests so far */
+    double last_look, waiting_since; /* the clock, for the timeout */
     struct hcomm_request *prev, *next;
 };
 

@@ -3,21 +3,32 @@
  * then waits for the send; the odd rank receives first. Without
  * single-copy reads (turned off here for Open MPI) the send moves only
  * while its sender's MPI progresses, so a collective must let MPI run while
- * it waits, or both ranks wait for each other until the timeout. */
+ * it waits (or is tested), or both ranks wait for each other until the
+ * timeout. */
 #include "mpi_check.h"
 
 #include <mpi.h>
 #include <stdlib.h>
 #include <string.h>
 
-enum { ALLREDUCE, BCAST, ALLGATHER, BARRIER, NCOLLS };
-static const char *names[] = {"allreduce", "bcast", "allgather", "barrier"};
+enum { ALLREDUCE, TESTED_ALLREDUCE, BCAST, ALLGATHER, BARRIER, NCOLLS };
+static const char *names[] = {"allreduce", "iallreduce tested in a loop",
+                              "bcast", "allgather", "barrier"};
 
 static hcomm_status_t collective(int which, int64_t *v, int64_t *all, int n,
                                  hcomm_comm_t comm) {
     switch (which) {
     case ALLREDUCE:
         return hcomm_allreduce(v, v, (size_t)n, HCOMM_INT64, HCOMM_SUM, comm);
+    case TESTED_ALLREDUCE: {
+        hcomm_request_t req;
+        hcomm_status_t st = hcomm_iallreduce(v, v, (size_t)n, HCOMM_INT64,
+                                             HCOMM_SUM, comm, &req);
+        while (st == HCOMM_SUCCESS &&
+               (st = hcomm_test(&req)) == HCOMM_ERR_IN_PROGRESS)
+            st = HCOMM_SUCCESS;
+        return st;
+    }
     case BCAST:
         return hcomm_broadcast(v, (size_t)n, HCOMM_INT64, 0, comm);
     case ALLGATHER:
@@ -32,6 +43,7 @@ static hcomm_status_t collective(int which, int64_t *v, int64_t *all, int n,
 static int64_t expected(int which, int size, int r, int i, int n) {
     switch (which) {
     case ALLREDUCE:
+    case TESTED_ALLREDUCE:
         return (int64_t)100 * size * (size - 1) / 2 + (int64_t)size * i;
     case BCAST:
         return i;
