@@ -27,6 +27,8 @@
 #ifndef HCOMM_H
 #define HCOMM_H
 
+#include "hcomm_types.h"
+
 #include <mpi.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -45,47 +47,6 @@ extern "C" {
 #define HCOMM_VERSION_MAJOR 0
 #define HCOMM_VERSION_MINOR 1
 #define HCOMM_VERSION_PATCH 0
-
-typedef enum {
-    HCOMM_SUCCESS = 0,
-    HCOMM_ERR_INVALID_ARG,     /* a NULL buffer, a bad count, root, ... */
-    HCOMM_ERR_INVALID_DTYPE,   /* not a hcomm_dtype_t */
-    HCOMM_ERR_INVALID_OP,      /* not a hcomm_op_t, or not valid for the type */
-    HCOMM_ERR_INVALID_COMM,    /* NULL, freed or never created */
-    HCOMM_ERR_OVERFLOW,        /* count * element size does not fit */
-    HCOMM_ERR_NOT_INITIALIZED, /* called before hcomm_init or after finalize */
-    HCOMM_ERR_NO_MEMORY,
-    HCOMM_ERR_TRANSPORT, /* UCX or MPI reported a failure */
-    HCOMM_ERR_TIMEOUT,   /* a peer did not answer within HCOMM_TIMEOUT */
-    HCOMM_ERR_UNSUPPORTED,
-    HCOMM_ERR_INTERNAL,
-    HCOMM_ERR_IN_PROGRESS /* hcomm_test: the request is not complete yet */
-} hcomm_status_t;
-
-typedef enum {
-    HCOMM_INT8 = 0,
-    HCOMM_UINT8,
-    HCOMM_INT32,
-    HCOMM_UINT32,
-    HCOMM_INT64,
-    HCOMM_UINT64,
-    HCOMM_FLOAT16, /* IEEE binary16, reduced in fp32, rounded to nearest even */
-    HCOMM_BFLOAT16,
-    HCOMM_FLOAT32,
-    HCOMM_FLOAT64,
-    HCOMM_DTYPE_COUNT
-} hcomm_dtype_t;
-
-/* Integer sums and products wrap around like C unsigned arithmetic.
- * avg is the sum divided by the rank count (integers: truncated). */
-typedef enum {
-    HCOMM_SUM = 0,
-    HCOMM_PROD,
-    HCOMM_MAX,
-    HCOMM_MIN,
-    HCOMM_AVG,
-    HCOMM_OP_COUNT
-} hcomm_op_t;
 
 typedef struct hcomm_comm *hcomm_comm_t;       /* opaque handle */
 typedef struct hcomm_request *hcomm_request_t; /* opaque handle */
@@ -234,6 +195,61 @@ HCOMM_API hcomm_status_t hcomm_irecv(void *buf, size_t count,
                                      hcomm_dtype_t dtype, int peer, int tag,
                                      hcomm_comm_t comm,
                                      hcomm_request_t *request);
+
+/* --- stream-ordered calls (GPU) --------------------------------------- */
+
+/* The same collectives ordered on a CUDA stream (stream: a cudaStream_t,
+ * NULL for the legacy default stream), as NCCL's: the call starts once the
+ * work enqueued on stream before it has run, the stream's later work waits
+ * for its result, and the call returns at once. Buffers may be device,
+ * managed or host memory. A progress thread drives these calls; it needs
+ * MPI_THREAD_MULTIPLE (which hcomm_init asks for when it initialises MPI).
+ * A failure is reported later: the communicator is then broken (every call
+ * on it fails) and hcomm_comm_get_async_error returns the error. HCOMM
+ * built without CUDA returns HCOMM_ERR_UNSUPPORTED. */
+HCOMM_API hcomm_status_t hcomm_allreduce_stream(
+    const void *sendbuf, void *recvbuf, size_t count, hcomm_dtype_t dtype,
+    hcomm_op_t op, hcomm_comm_t comm, void *stream);
+HCOMM_API hcomm_status_t hcomm_allgather_stream(const void *sendbuf,
+                                                void *recvbuf, size_t count,
+                                                hcomm_dtype_t dtype,
+                                                hcomm_comm_t comm,
+                                                void *stream);
+HCOMM_API hcomm_status_t hcomm_reduce_scatter_stream(
+    const void *sendbuf, void *recvbuf, size_t count, hcomm_dtype_t dtype,
+    hcomm_op_t op, hcomm_comm_t comm, void *stream);
+HCOMM_API hcomm_status_t hcomm_broadcast_stream(void *buf, size_t count,
+                                                hcomm_dtype_t dtype, int root,
+                                                hcomm_comm_t comm,
+                                                void *stream);
+HCOMM_API hcomm_status_t hcomm_reduce_stream(const void *sendbuf, void *recvbuf,
+                                             size_t count, hcomm_dtype_t dtype,
+                                             hcomm_op_t op, int root,
+                                             hcomm_comm_t comm, void *stream);
+HCOMM_API hcomm_status_t hcomm_alltoall_stream(const void *sendbuf,
+                                               void *recvbuf, size_t count,
+                                               hcomm_dtype_t dtype,
+                                               hcomm_comm_t comm, void *stream);
+HCOMM_API hcomm_status_t hcomm_gather_stream(const void *sendbuf, void *recvbuf,
+                                             size_t count, hcomm_dtype_t dtype,
+                                             int root, hcomm_comm_t comm,
+                                             void *stream);
+HCOMM_API hcomm_status_t hcomm_scatter_stream(const void *sendbuf,
+                                              void *recvbuf, size_t count,
+                                              hcomm_dtype_t dtype, int root,
+                                              hcomm_comm_t comm, void *stream);
+HCOMM_API hcomm_status_t hcomm_send_stream(const void *buf, size_t count,
+                                           hcomm_dtype_t dtype, int peer,
+                                           int tag, hcomm_comm_t comm,
+                                           void *stream);
+HCOMM_API hcomm_status_t hcomm_recv_stream(void *buf, size_t count,
+                                           hcomm_dtype_t dtype, int peer,
+                                           int tag, hcomm_comm_t comm,
+                                           void *stream);
+/* *error: HCOMM_SUCCESS, or the first failure of a stream-ordered call on
+ * comm (hcomm_last_error() then says what it was). */
+HCOMM_API hcomm_status_t hcomm_comm_get_async_error(hcomm_comm_t comm,
+                                                    hcomm_status_t *error);
 
 /* --- requests --------------------------------------------------------- */
 

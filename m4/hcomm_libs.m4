@@ -11,7 +11,7 @@ AC_DEFUN([HCOMM_CHECK_OPTIONAL_LIB], [
   UP[]_LIBS=
   AS_IF([test "x$with_$1" != xno], [
     AS_IF([test "x$with_$1" != xyes && test "x$with_$1" != xcheck], [
-      UP[]_CPPFLAGS="-I$with_$1/include"
+      UP[]_CPPFLAGS="-isystem $with_$1/include"
       UP[]_LDFLAGS="-L$with_$1/lib -L$with_$1/lib64 -Wl,-rpath,$with_$1/lib -Wl,-rpath,$with_$1/lib64"])
     hcomm_save_CPPFLAGS=$CPPFLAGS
     hcomm_save_LDFLAGS=$LDFLAGS

@@ -12,6 +12,12 @@
  * trial. Then, with -c 1, one more call per side on fresh data, checked on
  * every rank against results it computes itself (perf_report.c).
  *
+ * With -D cuda the buffers are GPU memory, filled and checked through host
+ * copies, and the baseline is what a program without HCOMM does: copy to
+ * host, MPI_*, copy back (or, with --nccl, NCCL on the same buffers). With
+ * -S hcomm's stream-ordered forms are timed, the stream synchronised once
+ * per trial, as nccl-tests times NCCL.
+ *
  * MPI has no avg op and no float16 or bfloat16 type: for those reductions
  * the MPI columns read n/a (timing MPI_SUM instead would compare different
  * work). Non-reducing collectives move float16/bfloat16 as MPI_UINT16_T.
@@ -41,10 +47,12 @@ typedef struct {
     hcomm_comm_t comm;    /* HCOMM_COMM_NULL with --mpi-only */
     unsigned warned;      /* collectives already reported unsupported */
     int warned_mpi_count; /* a count past INT_MAX was reported */
+    char nccl_na[160];    /* --nccl: why NCCL cannot run, or "" */
 } perf_ctx_t;
 
 typedef struct {
     void *send, *recv;
+    void *hsend, *hrecv; /* -D cuda: host copies (fill, check, MPI) */
 } perf_bufs_t;
 
 /* --- options ------------------------------------------------------------ */
@@ -67,6 +75,9 @@ enum {
     OPT_MPI_ONLY,
     OPT_HCOMM_ONLY,
     OPT_PMPI,
+    OPT_DEVICE,
+    OPT_STREAM,
+    OPT_NCCL,
     OPT_HELP
 };
 
@@ -96,6 +107,9 @@ static const opt_spec_t opt_specs[] = {
     {0, "mpi-only", 0, OPT_MPI_ONLY},
     {0, "hcomm-only", 0, OPT_HCOMM_ONLY},
     {0, "pmpi", 0, OPT_PMPI},
+    {'D', "device", 1, OPT_DEVICE},
+    {'S', "stream", 0, OPT_STREAM},
+    {0, "nccl", 0, OPT_NCCL},
     {'h', "help", 0, OPT_HELP},
 };
 #define NSPECS (sizeof opt_specs / sizeof opt_specs[0])
@@ -180,6 +194,13 @@ static void print_usage(FILE *f) {
         "      --pmpi             under an LD_PRELOAD interposer: the hcomm\n"
         "                         columns time MPI_* (the interposer), the\n"
         "                         MPI columns PMPI_* (MPI itself)\n"
+        "  -D, --device host|cuda buffers in host (default) or GPU memory;\n"
+        "                         with cuda the MPI columns copy to host,\n"
+        "                         call MPI and copy back\n"
+        "  -S, --stream           -D cuda: time hcomm's stream-ordered forms\n"
+        "                         (one stream synchronisation per trial)\n"
+        "      --nccl             -D cuda: NCCL instead of MPI in the second\n"
+        "                         columns, on the same buffers and stream\n"
         "  -h, --help             this text\n\n"
         "Sizes as nccl-tests: the buffer of allreduce, broadcast, reduce; the\n"
         "receive buffer of allgather; the send buffer of reduce_scatter; "
@@ -298,6 +319,10 @@ static int apply_value(perf_opts_t *o, int id, const char *v) {
         return parse_int(v, 0, 1, &o->check);
     case OPT_ROOT:
         return parse_int(v, 0, INT_MAX, &o->root);
+    case OPT_DEVICE:
+        if (strcmp(v, "host") != 0 && strcmp(v, "cuda") != 0) return -1;
+        o->device = strcmp(v, "cuda") == 0;
+        return 0;
     case OPT_DTYPE:
         if (LOOKUP(dtype_names, v, &x) != 0) return -1;
         o->dtype = (hcomm_dtype_t)x;
@@ -329,6 +354,12 @@ static int apply_opt(perf_opts_t *o, const opt_spec_t *spec, const char *v,
         return 0;
     case OPT_PMPI:
         o->pmpi = 1;
+        return 0;
+    case OPT_STREAM:
+        o->stream = 1;
+        return 0;
+    case OPT_NCCL:
+        o->nccl = 1;
         return 0;
     case OPT_COLL:
         return set_coll(o, coll_set, v, err);
@@ -392,6 +423,14 @@ static int check_opts(const perf_opts_t *o, int nranks, char *err) {
         snprintf(err, ERRLEN,
                  "--pmpi times both sides through MPI: not with "
                  "--mpi-only, --hcomm-only or --registered");
+    else if ((o->stream || o->nccl) && !o->device)
+        snprintf(err, ERRLEN, "--stream and --nccl need -D cuda");
+    else if (o->device && (o->registered || o->pmpi))
+        snprintf(err, ERRLEN, "-D cuda: not with --registered or --pmpi");
+#ifndef HAVE_CUDA
+    else if (o->device)
+        snprintf(err, ERRLEN, "-D cuda: hcomm_perf was built without CUDA");
+#endif
     else if (!o->run_hcomm && !o->run_mpi)
         snprintf(err, ERRLEN,
                  "--mpi-only and --hcomm-only exclude each "
@@ -426,6 +465,7 @@ static int parse_args(int argc, char **argv, int nranks, perf_opts_t *o,
         if (spec->id == OPT_HELP) return PARSE_HELP;
         if (apply_opt(o, spec, val, &coll_set, err) != 0) return PARSE_BAD;
     }
+    o->baseline = o->nccl ? "NCCL" : o->device ? "MPI+copy" : "MPI";
     return check_opts(o, nranks, err) ? PARSE_BAD : PARSE_OK;
 }
 
@@ -499,9 +539,41 @@ static void *own_block(const perf_layout_t *l, void *buf) {
  * buffers differ in size: allgather sends from this rank's block of recv,
  * reduce_scatter writes this rank's block of its input (MPI_IN_PLACE puts
  * it at the start instead; see result_of). */
+static hcomm_status_t call_hcomm_stream(const perf_ctx_t *c,
+                                        const perf_layout_t *l,
+                                        const perf_bufs_t *b) {
+    const void *in = l->inplace ? b->recv : b->send;
+    void *s = perf_dev_stream();
+    switch (l->coll) {
+    case PERF_ALLREDUCE:
+        return hcomm_allreduce_stream(in, b->recv, l->count, l->dtype, l->op,
+                                      c->comm, s);
+    case PERF_ALLGATHER:
+        if (l->inplace) in = own_block(l, b->recv);
+        return hcomm_allgather_stream(in, b->recv, l->count, l->dtype, c->comm,
+                                      s);
+    case PERF_REDUCE_SCATTER:
+        return hcomm_reduce_scatter_stream(
+            in, l->inplace ? own_block(l, b->recv) : b->recv, l->count,
+            l->dtype, l->op, c->comm, s);
+    case PERF_BROADCAST:
+        return hcomm_broadcast_stream(b->recv, l->count, l->dtype, l->root,
+                                      c->comm, s);
+    case PERF_REDUCE:
+        return hcomm_reduce_stream(in, b->recv, l->count, l->dtype, l->op,
+                                   l->root, c->comm, s);
+    case PERF_ALLTOALL:
+        return hcomm_alltoall_stream(in, b->recv, l->count, l->dtype, c->comm,
+                                     s);
+    default:
+        return HCOMM_ERR_UNSUPPORTED; /* no stream-ordered barrier */
+    }
+}
+
 static hcomm_status_t call_hcomm(const perf_ctx_t *c, const perf_layout_t *l,
                                  const perf_bufs_t *b) {
     const void *in = l->inplace ? b->recv : b->send;
+    if (c->opts.stream) return call_hcomm_stream(c, l, b);
     switch (l->coll) {
     case PERF_ALLREDUCE:
         return hcomm_allreduce(in, b->recv, l->count, l->dtype, l->op, c->comm);
@@ -591,10 +663,33 @@ _Noreturn static void die_call(const perf_ctx_t *c, const perf_layout_t *l,
     die_hcomm(c, what, st);
 }
 
+/* -D cuda without NCCL: what a program without HCOMM does, copy the
+ * input to host memory, call MPI there, copy the result back. */
+static void call_mpi_staged(const perf_ctx_t *c, const perf_layout_t *l,
+                            const perf_bufs_t *b) {
+    const size_t esize = perf_dtypes[l->dtype].size;
+    int bad = perf_dev_copy(b->hrecv, b->recv, l->recv_elems * esize);
+    if (l->send_elems)
+        bad |= perf_dev_copy(b->hsend, b->send, l->send_elems * esize);
+    perf_bufs_t host = {b->hsend, b->hrecv, NULL, NULL};
+    call_mpi(&via_mpi, l, &host);
+    bad |= perf_dev_copy(b->recv, b->hrecv, l->recv_elems * esize);
+    if (bad) die(c, "a copy between host and GPU failed");
+}
+
 /* One call. hcomm failing here is fatal: "unsupported" was settled by the
  * probe, so any error now is a real one. */
 static void run_side(const perf_ctx_t *c, const perf_layout_t *l,
                      const perf_bufs_t *b, int side) {
+    if (side == SIDE_MPI && c->opts.nccl) {
+        if (perf_nccl_call(l, b->send ? b->send : b->recv, b->recv) != 0)
+            die(c, "an NCCL call failed");
+        return;
+    }
+    if (side == SIDE_MPI && c->opts.device) {
+        call_mpi_staged(c, l, b);
+        return;
+    }
     if (side == SIDE_MPI || c->opts.pmpi) {
         call_mpi(side == SIDE_MPI && c->opts.pmpi ? &via_pmpi : &via_mpi, l, b);
         return;
@@ -611,6 +706,8 @@ static double timed_batch(const perf_ctx_t *c, const perf_layout_t *l,
     const double t0 = now_s();
     for (int k = 0; k < iters; k++)
         run_side(c, l, b, side);
+    if (c->opts.device && perf_dev_sync() != 0) /* stream-ordered calls */
+        die(c, "the GPU stream failed");
     return (now_s() - t0) / iters;
 }
 
@@ -658,10 +755,14 @@ static perf_layout_t make_layout(const perf_ctx_t *c, perf_coll_t coll,
 
 /* Every rank allocates the same sizes for the collectives -R allows, as
  * hcomm_mem_alloc requires. */
-static void *alloc_elems(const perf_ctx_t *c, size_t elems, size_t esize) {
+static void *alloc_elems(const perf_ctx_t *c, size_t elems, size_t esize,
+                         int on_device) {
     void *p = NULL;
     if (elems == 0) return NULL;
-    if (c->opts.registered) {
+    if (on_device) {
+        if (!(p = perf_dev_alloc(elems * esize)))
+            die(c, "out of GPU memory for the buffers");
+    } else if (c->opts.registered) {
         hcomm_status_t st = hcomm_mem_alloc(c->comm, elems * esize, &p);
         if (st != HCOMM_SUCCESS) die_hcomm(c, "hcomm_mem_alloc", st);
     } else if (posix_memalign(&p, 64, elems * esize) != 0) {
@@ -670,15 +771,20 @@ static void *alloc_elems(const perf_ctx_t *c, size_t elems, size_t esize) {
     return p;
 }
 
-static void free_elems(const perf_ctx_t *c, void *p) {
-    if (c->opts.registered)
+static void free_elems(const perf_ctx_t *c, void *p, int on_device) {
+    if (on_device)
+        perf_dev_free(p);
+    else if (c->opts.registered)
         hcomm_mem_free(c->comm, p);
     else
         free(p);
 }
 
-static const char *mpi_na_reason(const perf_opts_t *o, perf_coll_t coll) {
+static const char *mpi_na_reason(const perf_ctx_t *c, perf_coll_t coll) {
+    const perf_opts_t *o = &c->opts;
     if (!o->run_mpi) return "--hcomm-only";
+    if (o->nccl && c->nccl_na[0]) return c->nccl_na;
+    if (o->nccl) return coll == PERF_BARRIER ? "NCCL has no barrier" : NULL;
     if (!perf_colls[coll].reduces) return NULL;
     if (o->op == HCOMM_AVG) return "MPI has no avg op";
     if (o->dtype == HCOMM_FLOAT16) return "MPI has no float16 type";
@@ -687,7 +793,8 @@ static const char *mpi_na_reason(const perf_opts_t *o, perf_coll_t coll) {
 }
 
 static int mpi_side_on(perf_ctx_t *c, const perf_layout_t *l) {
-    if (mpi_na_reason(&c->opts, l->coll) != NULL) return 0;
+    if (mpi_na_reason(c, l->coll) != NULL) return 0;
+    if (c->opts.nccl) return 1; /* counts are size_t there */
     if (l->count <= INT_MAX) return 1;
     if (c->rank == 0 && !c->warned_mpi_count)
         fprintf(stderr, "hcomm_perf: counts past INT_MAX: MPI columns n/a\n");
@@ -767,12 +874,34 @@ static const void *result_of(const perf_ctx_t *c, const perf_layout_t *l,
     return b->recv;
 }
 
+/* -D cuda: the host copies are filled, then copied to the GPU. */
+static void fill(const perf_ctx_t *c, const perf_layout_t *l,
+                 const perf_bufs_t *b, unsigned seed) {
+    const size_t esize = perf_dtypes[l->dtype].size;
+    if (!c->opts.device) {
+        perf_data_fill(l, seed, b->send, b->recv);
+        return;
+    }
+    perf_data_fill(l, seed, b->hsend, b->hrecv);
+    if (perf_dev_copy(b->send, b->hsend, l->send_elems * esize) ||
+        perf_dev_copy(b->recv, b->hrecv, l->recv_elems * esize))
+        die(c, "copying test data to the GPU failed");
+}
+
 static long long check_side(const perf_ctx_t *c, const perf_layout_t *l,
                             const perf_bufs_t *b, int side) {
-    perf_data_fill(l, PERF_SEED_CHECK, b->send, b->recv);
+    fill(c, l, b, PERF_SEED_CHECK);
     run_side(c, l, b, side);
-    long long wrong =
-        perf_data_wrong(l, PERF_SEED_CHECK, result_of(c, l, b, side));
+    const void *result = result_of(c, l, b, side);
+    if (c->opts.device) {
+        const size_t esize = perf_dtypes[l->dtype].size;
+        const size_t off = (size_t)((const char *)result - (char *)b->recv);
+        if (perf_dev_sync() ||
+            perf_dev_copy(b->hrecv, b->recv, l->recv_elems * esize))
+            die(c, "copying results from the GPU failed");
+        result = (const char *)b->hrecv + off;
+    }
+    long long wrong = perf_data_wrong(l, PERF_SEED_CHECK, result);
     MPI_Allreduce(MPI_IN_PLACE, &wrong, 1, MPI_LONG_LONG, MPI_SUM,
                   MPI_COMM_WORLD);
     return wrong;
@@ -812,12 +941,17 @@ static int bench_size(perf_ctx_t *c, perf_coll_t coll, size_t bytes,
     row->bytes = l.bytes;
     row->count = l.count;
     row->root = perf_colls[coll].rooted ? l.root : -1;
-    const perf_bufs_t b = {alloc_elems(c, l.send_elems, esize),
-                           alloc_elems(c, l.recv_elems, esize)};
-    perf_data_fill(&l, PERF_SEED_TIMING, b.send, b.recv); /* touches pages */
+    const int dev = c->opts.device;
+    const perf_bufs_t b = {alloc_elems(c, l.send_elems, esize, dev),
+                           alloc_elems(c, l.recv_elems, esize, dev),
+                           dev ? alloc_elems(c, l.send_elems, esize, 0) : NULL,
+                           dev ? alloc_elems(c, l.recv_elems, esize, 0) : NULL};
+    fill(c, &l, &b, PERF_SEED_TIMING); /* touches pages */
     measure(c, &l, &b, row);
-    free_elems(c, b.send);
-    free_elems(c, b.recv);
+    free_elems(c, b.send, dev);
+    free_elems(c, b.recv, dev);
+    free_elems(c, b.hsend, 0);
+    free_elems(c, b.hrecv, 0);
     return 1;
 }
 
@@ -850,7 +984,7 @@ static void run_coll(perf_ctx_t *c, perf_coll_t coll, long long wrong[2]) {
     size_t bytes = coll == PERF_BARRIER ? 0 : o->minbytes;
     perf_row_t row;
     if (c->rank == 0)
-        perf_print_header(o, coll, c->nranks, mpi_na_reason(o, coll));
+        perf_print_header(o, coll, c->nranks, mpi_na_reason(c, coll));
     do {
         if (!bench_size(c, coll, bytes, &row)) continue;
         add_wrong(wrong, &row); /* the counts are global: all ranks agree */
@@ -868,7 +1002,8 @@ static void print_env(const perf_ctx_t *c) {
     int len;
     MPI_Get_library_version(lib, &len);
     lib[strcspn(lib, ",\n")] = '\0'; /* "Open MPI v4.1.4", not the build */
-    if (c->rank == 0 && !c->opts.json) perf_print_env(c->nranks, lib);
+    if (c->rank == 0 && !c->opts.json)
+        perf_print_env(c->nranks, lib, c->opts.baseline);
 }
 
 /* Exit status: 0, or 1 when any result was wrong. */
@@ -900,7 +1035,15 @@ int main(int argc, char **argv) {
     perf_ctx_t c;
     char err[ERRLEN] = "";
     memset(&c, 0, sizeof c);
-    MPI_Init(&argc, &argv);
+    /* Stream-ordered calls run on HCOMM's progress thread, which needs MPI
+     * at MPI_THREAD_MULTIPLE; other runs keep MPI's default level. */
+    int want_threads = 0, provided;
+    for (int i = 1; i < argc; i++)
+        want_threads |= !strcmp(argv[i], "-S") || !strcmp(argv[i], "--stream");
+    if (want_threads)
+        MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+    else
+        MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &c.rank);
     MPI_Comm_size(MPI_COMM_WORLD, &c.nranks);
     const hcomm_status_t st = hcomm_init(&argc, &argv);
@@ -909,8 +1052,19 @@ int main(int argc, char **argv) {
     if (rc == PARSE_HELP && c.rank == 0) print_usage(stdout);
     if (rc == PARSE_BAD && c.rank == 0)
         fprintf(stderr, "hcomm_perf: %s\nTry 'hcomm_perf -h' for help.\n", err);
-    if (rc == PARSE_OK)
-        rc = run_all(&c);
+    if (rc == PARSE_OK && c.opts.device &&
+        perf_dev_init(MPI_COMM_WORLD, err, sizeof err) != 0)
+        die(&c, err);
+    if (rc == PARSE_OK && c.opts.nccl) {
+        int v = perf_nccl_init(MPI_COMM_WORLD, c.rank, c.nranks, c.nccl_na,
+                               sizeof c.nccl_na);
+        if (v > 0 && c.rank == 0 && !c.opts.json)
+            printf("# NCCL %d.%d.%d on the same buffers and stream\n",
+                   v / 10000, v / 100 % 100, v % 100);
+    }
+    if (rc == PARSE_OK) rc = run_all(&c);
+    if (c.opts.nccl)
+        perf_nccl_finalize();
     else if (rc == PARSE_HELP)
         rc = 0;
     hcomm_finalize();

@@ -70,7 +70,11 @@ typedef struct {
     int iters, warmup, check, root, inplace, json;
     int registered;         /* buffers from hcomm_mem_alloc */
     int run_hcomm, run_mpi; /* --mpi-only / --hcomm-only clear one */
-    int pmpi; /* the hcomm columns time MPI_*, the MPI columns PMPI_* */
+    int pmpi;   /* the hcomm columns time MPI_*, the MPI columns PMPI_* */
+    int device; /* -D cuda: buffers in GPU memory */
+    int stream; /* -S: hcomm's stream-ordered forms, one sync per trial */
+    int nccl;   /* --nccl: the baseline is NCCL, not MPI */
+    const char *baseline; /* the second side's name in the table */
     hcomm_dtype_t dtype;
     hcomm_op_t op;
 } perf_opts_t;
@@ -136,7 +140,7 @@ double perf_busbw_factor(perf_coll_t coll, int nranks);
 void perf_side_set(perf_side_t *s, const perf_row_t *row, int nranks,
                    double time_us, long long wrong);
 
-void perf_print_env(int nranks, const char *mpi_library);
+void perf_print_env(int nranks, const char *mpi_library, const char *baseline);
 /* mpi_na: why the MPI columns are n/a for the whole table, or NULL. */
 void perf_print_header(const perf_opts_t *o, perf_coll_t coll, int nranks,
                        const char *mpi_na);
@@ -144,5 +148,21 @@ void perf_print_row(const perf_opts_t *o, const perf_row_t *row, int nranks);
 void perf_summary_add(perf_summary_t *s, const perf_row_t *row);
 void perf_print_summary(const perf_opts_t *o, perf_summary_t *s);
 void perf_summary_free(perf_summary_t *s);
+
+/* --- perf_cuda.c (built with CUDA) ------------------------------------- */
+
+#include <mpi.h>
+
+/* Picks this rank's GPU (local rank modulo the GPUs) and a stream. */
+int perf_dev_init(MPI_Comm world, char *err, size_t len);
+void *perf_dev_stream(void);
+void *perf_dev_alloc(size_t bytes);
+void perf_dev_free(void *p);
+int perf_dev_copy(void *dst, const void *src, size_t bytes);
+int perf_dev_sync(void);
+/* NCCL's version (> 0), or -1 with why (the same answer on every rank). */
+int perf_nccl_init(MPI_Comm world, int rank, int nranks, char *why, size_t len);
+void perf_nccl_finalize(void);
+int perf_nccl_call(const perf_layout_t *l, const void *send, void *recv);
 
 #endif /* HCOMM_PERF_H */

@@ -466,12 +466,13 @@ static const char *row_op(const perf_opts_t *o, perf_coll_t coll) {
 
 /* --- text output -------------------------------------------------------- */
 
-void perf_print_env(int nranks, const char *mpi_library) {
+void perf_print_env(int nranks, const char *mpi_library, const char *baseline) {
     printf("# hcomm %s, %s, %d ranks\n", hcomm_version(), mpi_library, nranks);
     printf("# count: elements per call (allgather, reduce_scatter, alltoall: "
            "per-rank block)\n");
-    printf("# ratio = MPI time / hcomm time = hcomm busbw / MPI busbw "
-           "(> 1: hcomm faster)\n#\n");
+    printf("# ratio = %s time / hcomm time = hcomm busbw / %s busbw "
+           "(> 1: hcomm faster)\n#\n",
+           baseline, baseline);
 }
 
 static void print_title(const perf_opts_t *o, perf_coll_t coll, int nranks) {
@@ -496,7 +497,13 @@ static void print_notes(const perf_opts_t *o, perf_coll_t coll,
     if (o->pmpi)
         printf("# --pmpi: hcomm columns: MPI_* calls (an LD_PRELOAD "
                "interposer's, if loaded); MPI columns: PMPI_* (MPI itself)\n");
-    if (mpi_na != NULL) printf("# MPI columns: n/a (%s)\n", mpi_na);
+    if (o->device)
+        printf("# buffers in GPU memory%s; %s columns: %s\n",
+               o->stream ? ", hcomm stream-ordered (one sync per trial)" : "",
+               o->baseline,
+               o->nccl ? "NCCL on the same buffers and stream"
+                       : "copy to host, MPI, copy back");
+    if (mpi_na != NULL) printf("# %s columns: n/a (%s)\n", o->baseline, mpi_na);
 }
 
 /* "------ title ------" over one side's 30 columns. */
@@ -509,10 +516,10 @@ static void print_banner(const char *title) {
 
 /* Widths follow nccl-tests so scripts written for its tables still cut the
  * right columns: 52 for the prefix, 32 per side, 8 for the ratio. */
-static void print_columns(void) {
+static void print_columns(const perf_opts_t *o) {
     printf("#%51s", "");
     print_banner("hcomm");
-    print_banner("MPI");
+    print_banner(o->baseline);
     printf("\n#%11s  %12s  %8s  %6s  %6s", "size", "count", "type", "redop",
            "root");
     for (int side = 0; side < 2; side++)
@@ -529,7 +536,7 @@ void perf_print_header(const perf_opts_t *o, perf_coll_t coll, int nranks,
     if (o->json) return;
     print_title(o, coll, nranks);
     print_notes(o, coll, mpi_na);
-    print_columns();
+    print_columns(o);
 }
 
 /* nccl-tests' time format: at most 7 characters. */
@@ -599,7 +606,7 @@ static void print_row_json(const perf_opts_t *o, const perf_row_t *row,
            row_type(o, row->coll, 1), row_op(o, row->coll), row->root, nranks);
     print_side_json("hcomm", &row->hc);
     printf(",");
-    print_side_json("mpi", &row->mpi);
+    print_side_json(o->nccl ? "nccl" : "mpi", &row->mpi);
     if (row_ratio(row, &ratio))
         printf(",\"ratio\":%.6g}\n", ratio);
     else
@@ -643,8 +650,8 @@ static int cmp_double(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
-static void print_avg_busbw(const perf_summary_t *s) {
-    const char *names[2] = {"hcomm", "MPI"};
+static void print_avg_busbw(const perf_opts_t *o, const perf_summary_t *s) {
+    const char *names[2] = {"hcomm", o->baseline};
     printf("# Avg bus bandwidth:");
     for (int i = 0; i < 2; i++) {
         printf("%s %s ", i ? "," : "", names[i]);
@@ -658,7 +665,7 @@ static void print_avg_busbw(const perf_summary_t *s) {
 
 void perf_print_summary(const perf_opts_t *o, perf_summary_t *s) {
     if (o->json) return;
-    print_avg_busbw(s);
+    print_avg_busbw(o, s);
     if (s->nratios == 0) {
         printf("# Median ratio: n/a\n");
     } else {
@@ -670,8 +677,9 @@ void perf_print_summary(const perf_opts_t *o, perf_summary_t *s) {
         printf("# Median ratio: %.2f\n", med);
     }
     if (s->checked)
-        printf("# Wrong elements: hcomm %lld, MPI %lld %s\n", s->wrong[0],
-               s->wrong[1], s->wrong[0] || s->wrong[1] ? "FAILED" : "OK");
+        printf("# Wrong elements: hcomm %lld, %s %lld %s\n", s->wrong[0],
+               o->baseline, s->wrong[1],
+               s->wrong[0] || s->wrong[1] ? "FAILED" : "OK");
     printf("#\n");
 }
 

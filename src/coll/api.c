@@ -3,6 +3,7 @@
 #include "coll/select.h"
 #include "core/config.h"
 #include "core/context.h"
+#include "core/gpu.h"
 #include "core/log.h"
 #include "core/request.h"
 #include "kernels/reduce.h"
@@ -19,13 +20,83 @@ typedef struct {
     size_t count;
     hcomm_dtype_t dtype;
     hcomm_op_t op;
-    int root; /* rooted collectives; the peer of send/recv */
-    int tag;  /* send/recv */
+    int root;      /* rooted collectives; the peer of send/recv */
+    int tag;       /* send/recv */
+    int on_stream; /* a stream-ordered form */
+    void *stream;
 } call_t;
+
+/* Where a call's buffers live. */
+typedef struct {
+    int on_gpu;                 /* some buffer is device or managed memory */
+    int device;                 /* the GPU that runs its kernels */
+    uint8_t send_dev, recv_dev; /* device memory (no CPU access) */
+} call_mem_t;
 
 static int reduces(hcomm_coll_t coll) {
     return coll == HCOMM_COLL_ALLREDUCE || coll == HCOMM_COLL_REDUCE_SCATTER ||
            coll == HCOMM_COLL_REDUCE;
+}
+
+/* Which buffers this rank reads or writes. */
+static void buffers_used(const call_t *k, const hcomm_comm_impl_t *c,
+                         int *needs_send, int *needs_recv) {
+    int is_root = c->rank == k->root;
+    *needs_send = k->coll != HCOMM_COLL_RECV && k->coll != HCOMM_COLL_BARRIER &&
+                  !(k->coll == HCOMM_COLL_SCATTER && !is_root);
+    *needs_recv =
+        k->coll != HCOMM_COLL_SEND && k->coll != HCOMM_COLL_BARRIER &&
+        !((k->coll == HCOMM_COLL_REDUCE || k->coll == HCOMM_COLL_GATHER) &&
+          !is_root);
+}
+
+/* Finds the memory type of the buffers this rank uses. A call whose buffer
+ * is device (or managed) memory runs its reductions and copies on that GPU;
+ * its other buffer must then be reachable from the GPU too. */
+static hcomm_status_t classify(const call_t *k, const hcomm_comm_impl_t *c,
+                               call_mem_t *m) {
+    m->on_gpu = 0;
+    m->device = -1;
+    m->send_dev = m->recv_dev = 0;
+    if (__builtin_expect(!hcomm_gpu_present, 1) || k->count == 0)
+        return HCOMM_SUCCESS;
+    int us, ur, sd = -1, rd = -1;
+    buffers_used(k, c, &us, &ur);
+    hcomm_memtype_t st =
+        us ? hcomm_gpu_memtype(k->sendbuf, &sd) : HCOMM_MEM_HOST;
+    hcomm_memtype_t rt = HCOMM_MEM_HOST;
+    if (ur && us && k->recvbuf == k->sendbuf) {
+        rt = st;
+        rd = sd;
+    } else if (ur) {
+        rt = hcomm_gpu_memtype(k->recvbuf, &rd);
+    }
+    if (st < HCOMM_MEM_MANAGED && rt < HCOMM_MEM_MANAGED) return HCOMM_SUCCESS;
+    const char *name = hcomm_coll_name(k->coll);
+#ifndef HAVE_CUDA
+    return hcomm_error(HCOMM_ERR_UNSUPPORTED,
+                       "%s: the %s buffer is GPU (%s) memory, and this HCOMM "
+                       "was built without CUDA (configure --with-cuda)",
+                       name, st >= HCOMM_MEM_MANAGED ? "send" : "receive",
+                       hcomm_memtype_name(st >= HCOMM_MEM_MANAGED ? st : rt));
+#endif
+    if ((us && st == HCOMM_MEM_HOST) || (ur && rt == HCOMM_MEM_HOST))
+        return hcomm_error(HCOMM_ERR_UNSUPPORTED,
+                           "%s: the send buffer is %s memory and the receive "
+                           "buffer %s memory; with GPU memory on one side the "
+                           "other must be GPU, managed or pinned host memory",
+                           name, hcomm_memtype_name(st),
+                           hcomm_memtype_name(rt));
+    if (sd >= 0 && rd >= 0 && sd != rd)
+        return hcomm_error(HCOMM_ERR_INVALID_ARG,
+                           "%s: the send buffer is on GPU %d and the receive "
+                           "buffer on GPU %d",
+                           name, sd, rd);
+    m->on_gpu = 1;
+    m->device = sd >= 0 ? sd : rd;
+    m->send_dev = us && st == HCOMM_MEM_DEVICE;
+    m->recv_dev = ur && rt == HCOMM_MEM_DEVICE;
+    return HCOMM_SUCCESS;
 }
 
 static hcomm_status_t check_call(const call_t *k, const hcomm_comm_impl_t *c) {
@@ -55,15 +126,8 @@ static hcomm_status_t check_call(const call_t *k, const hcomm_comm_impl_t *c) {
         return hcomm_error(HCOMM_ERR_INVALID_ARG,
                            "%s: tag %d is out of range 0..%d",
                            hcomm_coll_name(k->coll), k->tag, HCOMM_TAG_MAX);
-    /* Which buffers this rank reads or writes. */
-    int is_root = c->rank == k->root;
-    int needs_send = k->coll != HCOMM_COLL_RECV &&
-                     k->coll != HCOMM_COLL_BARRIER &&
-                     !(k->coll == HCOMM_COLL_SCATTER && !is_root);
-    int needs_recv =
-        k->coll != HCOMM_COLL_SEND && k->coll != HCOMM_COLL_BARRIER &&
-        !((k->coll == HCOMM_COLL_REDUCE || k->coll == HCOMM_COLL_GATHER) &&
-          !is_root);
+    int needs_send, needs_recv;
+    buffers_used(k, c, &needs_send, &needs_recv);
     if (k->count > 0 &&
         ((needs_send && !k->sendbuf) || (needs_recv && !k->recvbuf)))
         return hcomm_error(
@@ -161,6 +225,65 @@ static hcomm_status_t run_node_stages(const call_t *k, hcomm_comm_impl_t *c) {
     }
 }
 
+/* A stream-ordered call: the program's stream waits for it, and the
+ * progress thread runs it once the stream's earlier work is done. The wait
+ * is enqueued first: the request may end (and be freed by that thread) as
+ * soon as it starts. */
+static hcomm_status_t start_on_stream(const call_t *k, hcomm_comm_impl_t *c,
+                                      const hcomm_plan_t *plan,
+                                      const hcomm_exec_args_t *ea,
+                                      struct hcomm_gpu_ctx *ctx) {
+#ifdef HAVE_CUDA
+    hcomm_status_t st;
+    struct hcomm_request *req = NULL;
+    if (!hcomm_ctx.thread_multiple) {
+        st = hcomm_error(HCOMM_ERR_UNSUPPORTED,
+                         "%s_stream: stream-ordered calls need MPI at "
+                         "MPI_THREAD_MULTIPLE (hcomm_init asks for it when it "
+                         "initialises MPI)",
+                         hcomm_coll_name(k->coll));
+        goto fail;
+    }
+    if (!(req = calloc(1, sizeof(*req)))) {
+        st = hcomm_error(HCOMM_ERR_NO_MEMORY, "no memory for a request");
+        goto fail;
+    }
+    if ((st = hcomm_stream_op_begin(&req->stream, ctx, k->stream)) !=
+        HCOMM_SUCCESS)
+        goto fail;
+    if ((st = hcomm_stream_op_enqueue_wait(&req->stream)) != HCOMM_SUCCESS ||
+        (st = hcomm_request_start_stream(req, c, k->coll, plan, ea)) !=
+            HCOMM_SUCCESS) {
+        hcomm_stream_op_end(&req->stream);
+        goto fail;
+    }
+    return HCOMM_SUCCESS;
+fail:
+    free(req);
+    hcomm_comm_plan_put(c, plan);
+    return st;
+#else
+    (void)k, (void)c, (void)plan, (void)ea, (void)ctx;
+    return HCOMM_ERR_UNSUPPORTED;
+#endif
+}
+
+/* The GPU a device or stream-ordered call runs on, and its context. */
+static hcomm_status_t gpu_context(const call_t *k, hcomm_comm_impl_t *c,
+                                  call_mem_t *m, struct hcomm_gpu_ctx **ctx) {
+#ifdef HAVE_CUDA
+    (void)k;
+    if (m->device < 0 && (m->device = hcomm_gpu_current_device()) < 0)
+        return HCOMM_ERR_INTERNAL;
+    return hcomm_comm_gpu(c, m->device, ctx);
+#else
+    (void)c, (void)m, (void)ctx;
+    return hcomm_error(HCOMM_ERR_UNSUPPORTED,
+                       "%s_stream: this HCOMM was built without CUDA",
+                       hcomm_coll_name(k->coll));
+#endif
+}
+
 static hcomm_status_t run(const call_t *k, hcomm_comm_t comm,
                           hcomm_request_t *out) {
     hcomm_comm_impl_t *c;
@@ -180,7 +303,12 @@ static hcomm_status_t run(const call_t *k, hcomm_comm_t comm,
     size_t esize = hcomm_dtype_size(k->dtype);
     int inplace = !p2p && is_inplace(k, c, esize);
     if ((st = check_overlap(k, c, esize, inplace)) != HCOMM_SUCCESS) return st;
-    if (c->shm && k->count && !hcomm_select_is_forced(k->coll)) {
+    call_mem_t mem;
+    if ((st = classify(k, c, &mem)) != HCOMM_SUCCESS) return st;
+    if (k->on_stream && k->count == 0) return HCOMM_SUCCESS;
+    /* The shared segment and the node stages copy with the CPU. */
+    int host_paths = !mem.on_gpu && !k->on_stream;
+    if (host_paths && c->shm && k->count && !hcomm_select_is_forced(k->coll)) {
         hcomm_shm_algo_t direct =
             hcomm_shm_select(c->shm, k->coll, k->count * esize);
         if (direct != HCOMM_SHM_NONE) return run_direct(k, c, direct, out);
@@ -192,9 +320,13 @@ static hcomm_status_t run(const call_t *k, hcomm_comm_t comm,
     if (!algo)
         return hcomm_error(HCOMM_ERR_UNSUPPORTED, "%s is not implemented yet",
                            hcomm_coll_name(k->coll));
-    if (!out && node_of &&
+    if (!out && host_paths && node_of &&
         hcomm_hier_node_applies(c, k->coll, algo, k->count * esize))
         return run_node_stages(k, c);
+    struct hcomm_gpu_ctx *ctx = NULL;
+    if ((mem.on_gpu || k->on_stream) &&
+        (st = gpu_context(k, c, &mem, &ctx)) != HCOMM_SUCCESS)
+        return st;
     hcomm_plan_args_t pa = {.coll = k->coll,
                             .rank = c->rank,
                             .size = c->size,
@@ -218,7 +350,13 @@ static hcomm_status_t run(const call_t *k, hcomm_comm_t comm,
                             .op = k->op,
                             .divisor = c->size,
                             .tag_kind = p2p ? HCOMM_TAG_P2P : HCOMM_TAG_COLL,
-                            .seq = p2p ? (uint32_t)k->tag : c->seq++};
+                            .seq = p2p ? (uint32_t)k->tag : c->seq++,
+                            .gpu = mem.on_gpu ? ctx : NULL,
+                            .send_on_device = mem.send_dev,
+                            .recv_on_device = mem.recv_dev,
+                            .gpu_direct = c->tp->device_ok &&
+                                          !hcomm_ctx.cuda_staging_forced};
+    if (k->on_stream) return start_on_stream(k, c, plan, &ea, ctx);
 
     struct hcomm_request on_stack, *req = new_request(out, &on_stack);
     if (!req) {
@@ -238,7 +376,7 @@ static hcomm_status_t run(const call_t *k, hcomm_comm_t comm,
 
 #define CALL(coll, sbuf, rbuf, count, dtype, op, root, tag)                    \
     (call_t) {                                                                 \
-        coll, sbuf, rbuf, count, dtype, op, root, tag                          \
+        coll, sbuf, rbuf, count, dtype, op, root, tag, 0, NULL                 \
     }
 #define NONBLOCKING(k, comm, request)                                          \
     ((request)                                                                 \
@@ -410,4 +548,95 @@ hcomm_status_t hcomm_irecv(void *buf, size_t count, hcomm_dtype_t dtype,
     call_t k =
         CALL(HCOMM_COLL_RECV, NULL, buf, count, dtype, HCOMM_SUM, peer, tag);
     return NONBLOCKING(k, comm, request);
+}
+
+/* --- stream-ordered forms ---------------------------------------------- */
+
+static hcomm_status_t on_stream(call_t k, hcomm_comm_t comm, void *stream) {
+    k.on_stream = 1;
+    k.stream = stream;
+    return run(&k, comm, NULL);
+}
+
+hcomm_status_t hcomm_allreduce_stream(const void *sendbuf, void *recvbuf,
+                                      size_t count, hcomm_dtype_t dtype,
+                                      hcomm_op_t op, hcomm_comm_t comm,
+                                      void *stream) {
+    return on_stream(
+        CALL(HCOMM_COLL_ALLREDUCE, sendbuf, recvbuf, count, dtype, op, 0, 0),
+        comm, stream);
+}
+
+hcomm_status_t hcomm_allgather_stream(const void *sendbuf, void *recvbuf,
+                                      size_t count, hcomm_dtype_t dtype,
+                                      hcomm_comm_t comm, void *stream) {
+    return on_stream(CALL(HCOMM_COLL_ALLGATHER, sendbuf, recvbuf, count, dtype,
+                          HCOMM_SUM, 0, 0),
+                     comm, stream);
+}
+
+hcomm_status_t hcomm_reduce_scatter_stream(const void *sendbuf, void *recvbuf,
+                                           size_t count, hcomm_dtype_t dtype,
+                                           hcomm_op_t op, hcomm_comm_t comm,
+                                           void *stream) {
+    return on_stream(CALL(HCOMM_COLL_REDUCE_SCATTER, sendbuf, recvbuf, count,
+                          dtype, op, 0, 0),
+                     comm, stream);
+}
+
+hcomm_status_t hcomm_broadcast_stream(void *buf, size_t count,
+                                      hcomm_dtype_t dtype, int root,
+                                      hcomm_comm_t comm, void *stream) {
+    return on_stream(
+        CALL(HCOMM_COLL_BCAST, buf, buf, count, dtype, HCOMM_SUM, root, 0),
+        comm, stream);
+}
+
+hcomm_status_t hcomm_reduce_stream(const void *sendbuf, void *recvbuf,
+                                   size_t count, hcomm_dtype_t dtype,
+                                   hcomm_op_t op, int root, hcomm_comm_t comm,
+                                   void *stream) {
+    return on_stream(
+        CALL(HCOMM_COLL_REDUCE, sendbuf, recvbuf, count, dtype, op, root, 0),
+        comm, stream);
+}
+
+hcomm_status_t hcomm_alltoall_stream(const void *sendbuf, void *recvbuf,
+                                     size_t count, hcomm_dtype_t dtype,
+                                     hcomm_comm_t comm, void *stream) {
+    return on_stream(CALL(HCOMM_COLL_ALLTOALL, sendbuf, recvbuf, count, dtype,
+                          HCOMM_SUM, 0, 0),
+                     comm, stream);
+}
+
+hcomm_status_t hcomm_gather_stream(const void *sendbuf, void *recvbuf,
+                                   size_t count, hcomm_dtype_t dtype, int root,
+                                   hcomm_comm_t comm, void *stream) {
+    return on_stream(CALL(HCOMM_COLL_GATHER, sendbuf, recvbuf, count, dtype,
+                          HCOMM_SUM, root, 0),
+                     comm, stream);
+}
+
+hcomm_status_t hcomm_scatter_stream(const void *sendbuf, void *recvbuf,
+                                    size_t count, hcomm_dtype_t dtype, int root,
+                                    hcomm_comm_t comm, void *stream) {
+    return on_stream(CALL(HCOMM_COLL_SCATTER, sendbuf, recvbuf, count, dtype,
+                          HCOMM_SUM, root, 0),
+                     comm, stream);
+}
+
+hcomm_status_t hcomm_send_stream(const void *buf, size_t count,
+                                 hcomm_dtype_t dtype, int peer, int tag,
+                                 hcomm_comm_t comm, void *stream) {
+    return on_stream(
+        CALL(HCOMM_COLL_SEND, buf, NULL, count, dtype, HCOMM_SUM, peer, tag),
+        comm, stream);
+}
+
+hcomm_status_t hcomm_recv_stream(void *buf, size_t count, hcomm_dtype_t dtype,
+                                 int peer, int tag, hcomm_comm_t comm,
+                                 void *stream) {
+    return on_stream(
+        CALL(HCOMM_COLL_RECV, NULL, buf, count, dtype, HCOMM_SUM, peer, tag),
+        comm, stream);
 }

@@ -11,7 +11,9 @@
  * messages in flight and the cost of one pass. */
 #define EXEC_WINDOW 256
 
-enum { STEP_WAITING = 0, STEP_IN_FLIGHT = 1, STEP_DONE = 2 };
+#define STEP_WAITING HCOMM_STEP_WAITING
+#define STEP_IN_FLIGHT HCOMM_STEP_IN_FLIGHT
+#define STEP_DONE HCOMM_STEP_DONE
 
 static char *addr(const hcomm_exec_t *ex, hcomm_ref_t ref) {
     return ex->buf[ref.buf] + ref.offset * ex->esize;
@@ -31,7 +33,9 @@ hcomm_status_t hcomm_exec_start(hcomm_exec_t *ex, const hcomm_exec_args_t *a) {
     ex->seq = a->seq;
     ex->rng = a->rng;
     ex->status = HCOMM_ERR_IN_PROGRESS;
-    if (plan->has_reduce) {
+    ex->dtype = a->dtype;
+    ex->op = a->op;
+    if (plan->has_reduce && !a->gpu) {
         ex->reduce = hcomm_kernel_reduce(a->dtype, a->op);
         ex->scale = hcomm_kernel_scale(a->dtype);
         if (!ex->reduce || !ex->scale)
@@ -46,7 +50,18 @@ hcomm_status_t hcomm_exec_start(hcomm_exec_t *ex, const hcomm_exec_args_t *a) {
         ex->reqs = malloc(plan->nsteps * sizeof(*ex->reqs));
         if (!ex->state || !ex->reqs) goto nomem;
     }
-    if (plan->scratch_count) {
+    if (a->gpu) {
+        ex->gpu = a->gpu;
+        ex->gpu_direct = a->gpu_direct;
+        ex->on_device[HCOMM_BUF_SEND] = a->send_on_device;
+        ex->on_device[HCOMM_BUF_RECV] = a->recv_on_device;
+        ex->on_device[HCOMM_BUF_SCRATCH] = 1;
+        hcomm_status_t st = hcomm_exec_gpu_start(ex);
+        if (st != HCOMM_SUCCESS) {
+            hcomm_exec_finish(ex);
+            return st;
+        }
+    } else if (plan->scratch_count) {
         size_t bytes = plan->scratch_count * ex->esize;
         ex->buf[HCOMM_BUF_SCRATCH] =
             ex->pool ? hcomm_pool_get(ex->pool, bytes) : malloc(bytes);
@@ -62,13 +77,16 @@ nomem:
 static int step_ready(const hcomm_exec_t *ex, const hcomm_step_t *s) {
     if (s->epoch > ex->first_open) return 0;
     for (int d = 0; d < 2; d++)
-        if (s->dep[d] >= 0 && ex->state[s->dep[d]] != STEP_DONE) return 0;
+        if (s->dep[d] >= 0 && ex->state[s->dep[d]] != STEP_DONE &&
+            !(ex->gpu && hcomm_exec_gpu_chains(ex, s, s->dep[d])))
+            return 0;
     return 1;
 }
 
 /* Starts step i: posts a message, or runs a local operation to completion. */
 static hcomm_status_t step_start(hcomm_exec_t *ex, uint32_t i) {
     const hcomm_step_t *s = &ex->plan->steps[i];
+    if (ex->gpu) return hcomm_exec_gpu_step_start(ex, i);
     size_t bytes = s->count * ex->esize;
     /* Point-to-point messages carry the user's tag where collectives carry
      * the plan's message number: transports keep 16 bits of it. */
@@ -118,6 +136,14 @@ static int exec_pass(hcomm_exec_t *ex, int may_skip) {
     if (end > plan->nsteps) end = plan->nsteps;
     for (uint32_t i = ex->first_open; i < end; i++) {
         if (ex->state[i] != STEP_IN_FLIGHT) continue;
+        if (ex->gpu) {
+            int r = hcomm_exec_gpu_step_test(ex, i);
+            if (r < 0) return -1;
+            if (r == 0) continue;
+            ex->state[i] = STEP_DONE;
+            changed++;
+            continue;
+        }
         if (!ex->reqs[i].done) ex->tp->ops->test(ex->tp, &ex->reqs[i]);
         if (!ex->reqs[i].done) continue;
         if (ex->reqs[i].status != HCOMM_SUCCESS) {
@@ -146,6 +172,7 @@ static int exec_pass(hcomm_exec_t *ex, int may_skip) {
         hcomm_tp_req_t *req = &ex->reqs[i];
         req->done = 0;
         req->status = HCOMM_SUCCESS;
+        req->on_device = 0;
         hcomm_status_t st = step_start(ex, i);
         if (st != HCOMM_SUCCESS) {
             ex->status = st;
@@ -172,6 +199,7 @@ hcomm_status_t hcomm_exec_progress(hcomm_exec_t *ex) {
 }
 
 void hcomm_exec_finish(hcomm_exec_t *ex) {
+    if (ex->gpu) hcomm_exec_gpu_release(ex, 0);
     if (ex->buf[HCOMM_BUF_SCRATCH]) {
         if (ex->pool)
             hcomm_pool_put(ex->pool, ex->buf[HCOMM_BUF_SCRATCH]);
@@ -188,7 +216,9 @@ void hcomm_exec_finish(hcomm_exec_t *ex) {
 }
 
 void hcomm_exec_abort(hcomm_exec_t *ex) {
-    if (ex->state && ex->tp) {
+    if (ex->gpu)
+        hcomm_exec_gpu_release(ex, 1);
+    else if (ex->state && ex->tp) {
         for (uint32_t i = ex->first_open; i < ex->plan->nsteps; i++)
             if (ex->state[i] == STEP_IN_FLIGHT && !ex->reqs[i].done)
                 ex->tp->ops->cancel(ex->tp, &ex->reqs[i]);
@@ -204,6 +234,8 @@ int hcomm_exec_describe_wait(const hcomm_exec_t *ex, char *out, size_t len) {
     for (uint32_t i = ex->first_open; i < ex->plan->nsteps && n < 8; i++) {
         const hcomm_step_t *s = &ex->plan->steps[i];
         if (ex->state[i] != STEP_IN_FLIGHT || ex->reqs[i].done) continue;
+        if (s->kind != HCOMM_STEP_SEND && s->kind != HCOMM_STEP_RECV)
+            continue; /* a kernel on the GPU */
         int w = snprintf(
             out + used, len - used, "%s%s rank %d (%zu bytes)", n ? ", " : "",
             s->kind == HCOMM_STEP_SEND ? "send to" : "receive from", s->peer,

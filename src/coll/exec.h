@@ -10,6 +10,19 @@
 #include "kernels/reduce.h"
 
 struct hcomm_pool;
+struct hcomm_gpu_ctx;
+
+/* Step states. A device call's in-flight steps also have a phase
+ * (exec_gpu.c). */
+enum { HCOMM_STEP_WAITING = 0, HCOMM_STEP_IN_FLIGHT = 1, HCOMM_STEP_DONE = 2 };
+
+/* A device call's per-step state: the event of its kernel or staging copy
+ * and its pinned staging buffer. */
+typedef struct {
+    void *event;
+    void *stage;
+    uint8_t phase;
+} hcomm_exec_gpu_step_t;
 
 typedef struct hcomm_exec {
     const hcomm_plan_t *plan;
@@ -27,6 +40,16 @@ typedef struct hcomm_exec {
     hcomm_tp_req_t *reqs;
     uint32_t rng; /* nonzero: scan ready steps in random order (verifier) */
     hcomm_status_t status;
+    /* A call on GPU memory: its kernels and copies run on gpu's streams;
+     * on_device: the buffer is device memory, which the transport reads
+     * itself only with gpu_direct (else it is staged through pinned host
+     * memory). */
+    struct hcomm_gpu_ctx *gpu;
+    hcomm_exec_gpu_step_t *gstep;
+    hcomm_dtype_t dtype;
+    hcomm_op_t op;
+    uint8_t on_device[HCOMM_BUF_COUNT];
+    uint8_t gpu_direct;
     /* small plans (latency path) use these instead of allocating */
     uint8_t state_inline[8];
     hcomm_tp_req_t reqs_inline[8];
@@ -44,6 +67,11 @@ typedef struct {
     hcomm_tag_kind_t tag_kind;
     uint32_t seq;
     uint32_t rng;
+    /* Device calls (NULL: host memory): where kernels run, and whether each
+     * user buffer is device memory. */
+    struct hcomm_gpu_ctx *gpu;
+    uint8_t send_on_device, recv_on_device;
+    uint8_t gpu_direct;
 } hcomm_exec_args_t;
 
 hcomm_status_t hcomm_exec_start(hcomm_exec_t *ex, const hcomm_exec_args_t *a);
@@ -56,5 +84,48 @@ void hcomm_exec_abort(hcomm_exec_t *ex);
 void hcomm_exec_finish(hcomm_exec_t *ex);
 /* Which peers the plan is still waiting for, for timeout messages. */
 int hcomm_exec_describe_wait(const hcomm_exec_t *ex, char *out, size_t len);
+
+#ifdef HAVE_CUDA
+/* Device calls (exec_gpu.c, built with CUDA). */
+hcomm_status_t hcomm_exec_gpu_start(hcomm_exec_t *ex);
+hcomm_status_t hcomm_exec_gpu_step_start(hcomm_exec_t *ex, uint32_t i);
+/* 1 when step i has completed, 0 while it runs, -1 on error (ex->status). */
+int hcomm_exec_gpu_step_test(hcomm_exec_t *ex, uint32_t i);
+/* Whether step s may start while step dep is still in flight: a kernel
+ * after a kernel, ordered by their stream. */
+int hcomm_exec_gpu_chains(const hcomm_exec_t *ex, const hcomm_step_t *s,
+                          int32_t dep);
+/* Waits for what the GPU still runs for the plan (cancelling transfers
+ * first with abort), gives back events, staging and scratch. Idempotent. */
+void hcomm_exec_gpu_release(hcomm_exec_t *ex, int abort);
+
+#else /* never called: without CUDA no call runs on device memory */
+static inline hcomm_status_t hcomm_exec_gpu_start(hcomm_exec_t *ex) {
+    (void)ex;
+    return HCOMM_ERR_UNSUPPORTED;
+}
+static inline hcomm_status_t hcomm_exec_gpu_step_start(hcomm_exec_t *ex,
+                                                       uint32_t i) {
+    (void)ex;
+    (void)i;
+    return HCOMM_ERR_UNSUPPORTED;
+}
+static inline int hcomm_exec_gpu_step_test(hcomm_exec_t *ex, uint32_t i) {
+    (void)ex;
+    (void)i;
+    return -1;
+}
+static inline int hcomm_exec_gpu_chains(const hcomm_exec_t *ex,
+                                        const hcomm_step_t *s, int32_t dep) {
+    (void)ex;
+    (void)s;
+    (void)dep;
+    return 0;
+}
+static inline void hcomm_exec_gpu_release(hcomm_exec_t *ex, int abort) {
+    (void)ex;
+    (void)abort;
+}
+#endif
 
 #endif

@@ -3,11 +3,13 @@
 #include "compat_mpi/mpi_tp.h"
 #include "core/config.h"
 #include "core/context.h"
+#include "core/gpu.h"
 #include "core/log.h"
 #include "shm_tp/shm.h"
 #include "topo/topo.h"
 #include "ucx_tp/ucx_tp.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -116,6 +118,7 @@ static hcomm_status_t create_from(MPI_Comm parent, hcomm_comm_t *out) {
     hcomm_status_t st = HCOMM_ERR_NO_MEMORY;
     int have_id = 0, ucx_everywhere = 0;
     if (!c) goto fail;
+    pthread_mutex_init(&c->progress_lock, NULL);
     c->mpi_comm = MPI_COMM_NULL;
     if (PMPI_Comm_dup(parent, &c->mpi_comm) != MPI_SUCCESS) {
         st = hcomm_error(HCOMM_ERR_TRANSPORT, "MPI_Comm_dup failed");
@@ -147,6 +150,7 @@ fail:
         hcomm_topo_free(c->topo);
         if (have_id) release_id(c->id);
         if (c->mpi_comm != MPI_COMM_NULL) PMPI_Comm_free(&c->mpi_comm);
+        pthread_mutex_destroy(&c->progress_lock);
         free(c);
     }
     return st;
@@ -216,10 +220,14 @@ static void destroy(hcomm_comm_impl_t *c) {
         free(c->plain_mem[i]);
     free(c->plain_mem);
     hcomm_topo_free(c->topo);
+#ifdef HAVE_CUDA
+    hcomm_gpu_ctx_destroy(c->gpu);
+#endif
     generation[c->id]++;
     table[c->id] = NULL;
     release_id(c->id);
     PMPI_Comm_free(&c->mpi_comm);
+    pthread_mutex_destroy(&c->progress_lock);
     free(c);
 }
 
@@ -275,13 +283,14 @@ hcomm_status_t hcomm_comm_plan_get(hcomm_comm_impl_t *c,
     for (int i = 0; i < HCOMM_PLAN_CACHE_SIZE; i++) {
         hcomm_plan_slot_t *s = &c->plans[i];
         if (s->valid && s->algo == algo && same_args(&s->args, args)) {
-            s->refs++;
+            atomic_fetch_add(&s->refs, 1);
             s->last_use = c->uses;
             *plan = &s->plan;
             return HCOMM_SUCCESS;
         }
-        if (s->refs == 0 && (!victim || !s->valid ||
-                             (victim->valid && s->last_use < victim->last_use)))
+        if (atomic_load(&s->refs) == 0 &&
+            (!victim || !s->valid ||
+             (victim->valid && s->last_use < victim->last_use)))
             victim = s;
     }
     /* Every slot runs a plan: build one that the request owns alone. */
@@ -310,7 +319,7 @@ hcomm_status_t hcomm_comm_plan_get(hcomm_comm_impl_t *c,
     victim->algo = algo;
     victim->args = *args;
     victim->plan = tmp;
-    victim->refs = 1;
+    atomic_store(&victim->refs, 1);
     victim->last_use = c->uses;
     *plan = &victim->plan;
     return HCOMM_SUCCESS;
@@ -319,11 +328,58 @@ hcomm_status_t hcomm_comm_plan_get(hcomm_comm_impl_t *c,
 void hcomm_comm_plan_put(hcomm_comm_impl_t *c, const hcomm_plan_t *plan) {
     for (int i = 0; i < HCOMM_PLAN_CACHE_SIZE; i++) {
         if (c->plans[i].valid && &c->plans[i].plan == plan) {
-            c->plans[i].refs--;
+            atomic_fetch_sub(&c->plans[i].refs, 1);
             return;
         }
     }
     hcomm_plan_t *own = (hcomm_plan_t *)(uintptr_t)plan;
     hcomm_plan_release(own);
     free(own);
+}
+
+hcomm_status_t hcomm_comm_gpu(hcomm_comm_impl_t *c, int device,
+                              struct hcomm_gpu_ctx **ctx) {
+#ifdef HAVE_CUDA
+    if (!c->gpu) {
+        hcomm_status_t st = hcomm_gpu_ctx_create(device, &c->gpu);
+        if (st != HCOMM_SUCCESS) return st;
+    }
+    if (hcomm_gpu_ctx_device(c->gpu) != device)
+        return hcomm_error(HCOMM_ERR_INVALID_ARG,
+                           "communicator %u runs on GPU %d; this call's "
+                           "buffers are on GPU %d (use one communicator per "
+                           "GPU)",
+                           (unsigned)c->id, hcomm_gpu_ctx_device(c->gpu),
+                           device);
+    *ctx = c->gpu;
+    return HCOMM_SUCCESS;
+#else
+    (void)c, (void)device, (void)ctx;
+    return hcomm_error(HCOMM_ERR_UNSUPPORTED, "HCOMM was built without CUDA");
+#endif
+}
+
+void hcomm_comm_set_async_error(hcomm_comm_impl_t *c, hcomm_status_t st,
+                                const char *message) {
+    pthread_mutex_lock(&c->progress_lock);
+    if (c->async_error == HCOMM_SUCCESS) {
+        c->async_error = st;
+        snprintf(c->async_message, sizeof(c->async_message), "%s", message);
+    }
+    c->broken = st;
+    pthread_mutex_unlock(&c->progress_lock);
+}
+
+hcomm_status_t hcomm_comm_get_async_error(hcomm_comm_t comm,
+                                          hcomm_status_t *error) {
+    hcomm_comm_impl_t *c;
+    hcomm_status_t st = check_ready(error);
+    if (st == HCOMM_SUCCESS) st = hcomm_comm_lookup(comm, &c);
+    if (st != HCOMM_SUCCESS) return st;
+    pthread_mutex_lock(&c->progress_lock);
+    *error = c->async_error;
+    if (c->async_error != HCOMM_SUCCESS)
+        hcomm_error(c->async_error, "%s", c->async_message);
+    pthread_mutex_unlock(&c->progress_lock);
+    return HCOMM_SUCCESS;
 }

@@ -74,6 +74,17 @@ static const cfg_entry_t table[HCOMM_CFG_COUNT] = {
      "Largest allreduce, in bytes, that every rank reduces whole from the "
      "shared segment (one-shot), with 2 ranks; with n, this divided by "
      "n - 1 (each rank reads n - 1 copies). 0 turns that path off."},
+    {"HCOMM_CUDA", CFG_CHOICE, "auto", "auto|0",
+     "auto: buffers in GPU memory are recognised (through the CUDA driver, "
+     "once the program uses CUDA); 0: every buffer is host memory and the "
+     "driver is never loaded."},
+    {"HCOMM_CUDA_STAGING", CFG_CHOICE, "auto", "auto|1",
+     "Device data between processes: auto: UCX carries it where UCX has "
+     "CUDA support, else it goes through pinned host buffers, pipelined; 1: "
+     "always through pinned host buffers."},
+    {"HCOMM_MEMLOG", CFG_CHOICE, "0", "0|1",
+     "1: log on stderr every growth and release of the GPU scratch and "
+     "pinned staging pools, with the GPU's free memory."},
 };
 
 typedef struct {

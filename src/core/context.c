@@ -3,11 +3,16 @@
 #include "coll/select.h"
 #include "core/comm.h"
 #include "core/config.h"
+#include "core/gpu.h"
 #include "core/log.h"
+#include "core/request.h"
+#include "core/stream.h"
 #include "ucx_tp/ucx_tp.h"
 
 #include <mpi.h>
+#include <sched.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 hcomm_context_t hcomm_ctx = {.lock = PTHREAD_MUTEX_INITIALIZER,
@@ -30,12 +35,31 @@ static long auto_spin_count(void) {
     return local > cores ? 0 : 20000;
 }
 
+/* Stream-ordered calls still running end first (their streams wait for
+ * them), within the timeout. */
+static void end_stream_calls(void) {
+    double limit = hcomm_cfg_double(HCOMM_CFG_TIMEOUT);
+    struct timespec t0, t;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    while (hcomm_request_streams_in_flight() > 0) {
+        sched_yield();
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        if ((double)(t.tv_sec - t0.tv_sec) > limit) break;
+    }
+    hcomm_stream_shutdown();
+}
+
 static void teardown(void) {
+    end_stream_calls();
     hcomm_comm_free_all();
     if (hcomm_ctx.probe_comm != MPI_COMM_NULL)
         PMPI_Comm_free(&hcomm_ctx.probe_comm);
     hcomm_ucx_finalize();
     hcomm_pool_destroy(&hcomm_ctx.pool);
+#ifdef HAVE_CUDA
+    if (hcomm_gpu_present) hcomm_gpu_pools_release();
+#endif
+    hcomm_gpu_finalize();
     atomic_store(&hcomm_ctx.initialized, 0);
 }
 
@@ -85,6 +109,9 @@ static hcomm_status_t init_locked(int *argc, char ***argv) {
     hcomm_ctx.spin_count = spin < 0 ? auto_spin_count() : spin;
     hcomm_pool_init(&hcomm_ctx.pool,
                     (size_t)hcomm_cfg_int(HCOMM_CFG_BUFFER_POOL_SIZE));
+    hcomm_gpu_init();
+    hcomm_ctx.cuda_staging_forced =
+        strcmp(hcomm_cfg_str(HCOMM_CFG_CUDA_STAGING), "1") == 0;
     memset(hcomm_ctx.id_used, 0, sizeof(hcomm_ctx.id_used));
     hcomm_ctx.ucx_ok = 0;
     if (strcmp(hcomm_cfg_str(HCOMM_CFG_TRANSPORT), "mpi") != 0)

@@ -16,9 +16,10 @@ typedef struct {
     atomic_int initialized; /* hcomm_init calls not yet finalized */
     int own_mpi;            /* we called MPI_Init, so we finalize it */
     int thread_multiple;
-    int mpi_funneled;    /* only MPI's main thread may call it */
-    MPI_Comm probe_comm; /* see hcomm_mpi_progress */
-    int ucx_ok;          /* the UCX transport initialised */
+    int mpi_funneled;        /* only MPI's main thread may call it */
+    MPI_Comm probe_comm;     /* see hcomm_mpi_progress */
+    int ucx_ok;              /* the UCX transport initialised */
+    int cuda_staging_forced; /* HCOMM_CUDA_STAGING=1 */
     long spin_count;
     hcomm_pool_t pool;
     pthread_mutex_t lock; /* comm ids, handle table, init/finalize */

@@ -25,6 +25,9 @@ typedef struct {
 typedef struct hcomm_tp_req {
     volatile int done;
     hcomm_status_t status;
+    /* Set by the owner before isend/irecv: 1 when the buffer is CUDA device
+     * memory (only posted to a transport with device_ok). */
+    uint8_t on_device;
     void *handle;          /* transport-private */
     uint64_t handle_store; /* transport-private (an MPI_Request, UCX state) */
 } hcomm_tp_req_t;
@@ -55,6 +58,7 @@ typedef struct hcomm_tp {
     const hcomm_tp_ops_t *ops;
     void *priv;
     int rank, size;
+    int device_ok; /* carries CUDA device memory (UCX with CUDA support) */
 } hcomm_tp_t;
 
 #endif

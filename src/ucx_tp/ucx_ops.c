@@ -106,6 +106,10 @@ static hcomm_status_t ucx_isend(hcomm_tp_t *tp, int peer, const void *buf,
     p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
     p.cb.send = ucx_send_cb;
     p.user_data = req;
+    if (req->on_device) { /* spares UCX finding out */
+        p.op_attr_mask |= UCP_OP_ATTR_FIELD_MEMORY_TYPE;
+        p.memory_type = UCS_MEMORY_TYPE_CUDA;
+    }
     sp = ucp_tag_send_nbx(c->eps[peer], buf, bytes,
                           c->send_base | hcomm_ucx_tag_low(tag), &p);
     if (__builtin_expect(sp == NULL, 1)) { /* completed immediately */
@@ -137,6 +141,10 @@ static hcomm_status_t ucx_irecv(hcomm_tp_t *tp, int peer, void *buf,
     p.op_attr_mask = c->recv_attr;
     p.cb.recv = ucx_recv_cb;
     p.user_data = req;
+    if (req->on_device) {
+        p.op_attr_mask |= UCP_OP_ATTR_FIELD_MEMORY_TYPE;
+        p.memory_type = UCS_MEMORY_TYPE_CUDA;
+    }
     p.recv_info.tag_info = &info;
     sp = ucp_tag_recv_nbx(
         c->worker, buf, bytes,

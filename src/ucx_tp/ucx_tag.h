@@ -26,7 +26,20 @@
 #include "core/tp.h"
 
 #include <stdint.h>
+
+/* UCX's headers (1.22: ucs/arch/x86_64/bitops.h, atomic.h) use the GNU
+ * keyword asm, which -std=c11 does not have: they get its reserved
+ * spelling while they are read. */
+#ifndef asm
+#define asm __asm__
+#define HCOMM_UCX_ASM_DEFINED
+#endif
 #include <ucp/api/ucp.h>
+#include <ucs/debug/log_def.h>
+#ifdef HCOMM_UCX_ASM_DEFINED
+#undef asm
+#undef HCOMM_UCX_ASM_DEFINED
+#endif
 
 #define HCOMM_UCX_COMM_BITS 16
 #define HCOMM_UCX_SRC_BITS 20

@@ -11,7 +11,6 @@
 
 #include <stdarg.h>
 #include <stdio.h>
-#include <ucs/debug/log_def.h>
 
 #include <limits.h>
 #include <pthread.h>
@@ -30,6 +29,7 @@ static struct {
     int init_called;     /* hcomm_ucx_init was called: finalize must fence */
     int available;       /* context, worker and address exist */
     int thread_multiple; /* the worker is UCS_THREAD_MODE_MULTI */
+    int cuda_memory;     /* UCX moves CUDA device memory */
     ucp_context_h ctx;
     ucp_worker_h worker;
     ucp_address_t *addr;
@@ -126,11 +126,18 @@ static hcomm_status_t ucx_init_locked(int thread_multiple) {
                       ? HCOMM_UCX_RECV_ATTR_IMM
                       : HCOMM_UCX_RECV_ATTR_NO_IMM;
     g.thread_multiple = thread_multiple != 0;
+    /* UCX built with CUDA (cuda_copy, cuda_ipc) moves device memory
+     * itself; without it HCOMM stages device data through host memory. */
+    ucp_context_attr_t cattr;
+    cattr.field_mask = UCP_ATTR_FIELD_MEMORY_TYPES;
+    g.cuda_memory = ucp_context_query(g.ctx, &cattr) == UCS_OK &&
+                    (cattr.memory_types & UCS_BIT(UCS_MEMORY_TYPE_CUDA));
     __atomic_store_n(&g.available, 1, __ATOMIC_RELEASE);
     hcomm_debug("ucx: UCX %u.%u.%u initialised, worker address %zu bytes, "
-                "thread mode %s",
+                "thread mode %s, CUDA memory %s",
                 major, minor, release, g.addr_len,
-                thread_multiple ? "multi" : "serialized");
+                thread_multiple ? "multi" : "serialized",
+                g.cuda_memory ? "yes" : "no");
     return HCOMM_SUCCESS;
 
 err_worker:
@@ -506,6 +513,7 @@ ready:
     tp->priv = c;
     tp->rank = rank;
     tp->size = size;
+    tp->device_ok = g.cuda_memory;
     *out = tp;
     tp = NULL;
     c = NULL;

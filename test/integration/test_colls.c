@@ -6,6 +6,7 @@
  * random mix of blocking and non-blocking calls (HCOMM_TEST_SEED). */
 #include "coll/plan.h"
 #include "coll/select.h"
+#include "coll_cases.h"
 #include "mpi_check.h"
 #include "reference.h"
 
@@ -16,169 +17,16 @@
 
 static int nranks, rank;
 
-typedef struct {
-    hcomm_coll_t coll;
-    hcomm_dtype_t t;
-    hcomm_op_t op;
-    size_t count;
-    int root;
-    int inplace;
-    const char *algo;
-} shape_t;
-
-static int reduces(hcomm_coll_t c) {
-    return c == HCOMM_COLL_ALLREDUCE || c == HCOMM_COLL_REDUCE_SCATTER ||
-           c == HCOMM_COLL_REDUCE;
-}
-static int rooted(hcomm_coll_t c) {
-    return c == HCOMM_COLL_BCAST || c == HCOMM_COLL_REDUCE ||
-           c == HCOMM_COLL_GATHER || c == HCOMM_COLL_SCATTER;
-}
-
-/* Rank r's element at global index i of the data it starts with. */
-static void input_at(const shape_t *s, int r, size_t i, void *buf, size_t j) {
-    int64_t v = ref_input(s->t, reduces(s->coll) ? s->op : HCOMM_SUM, r, i);
-    ref_store(s->t, buf, j, (double)v, v);
-}
-
-/* Fills the send side and the expected receive side for this rank, and
- * returns the buffers to pass, honouring the in-place forms of hcomm.h. */
-typedef struct {
-    char *send, *recv, *want;
-    size_t want_count; /* elements of recv to check (0: none) */
-    char *mem_send, *mem_recv;
-} bufs_t;
-
-static void prepare(const shape_t *s, int n, int r, bufs_t *b) {
-    size_t es = hcomm_dtype_size(s->t), c = s->count, nc = (size_t)n * c;
-    size_t rcount = hcomm_coll_recv_count(s->coll, n, r, s->root, c);
-    memset(b, 0, sizeof(*b));
-    b->mem_send = malloc(nc * es + 1);
-    b->mem_recv = malloc(nc * es + 1);
-    b->want = malloc(nc * es + 1);
-    b->send = b->mem_send;
-    b->recv = b->mem_recv;
-    memset(b->recv, 0x5a, nc * es + 1);
-    b->want_count = rcount;
-    switch (s->coll) {
-    case HCOMM_COLL_ALLGATHER:
-    case HCOMM_COLL_GATHER:
-        for (size_t i = 0; i < c; i++)
-            input_at(s, r, r * c + i, b->send, i);
-        for (int q = 0; q < n && rcount; q++)
-            for (size_t i = 0; i < c; i++)
-                input_at(s, q, q * c + i, b->want, q * c + i);
-        if (s->inplace && rcount) {
-            b->send = b->recv + (size_t)r * c * es;
-            memcpy(b->send, b->mem_send, c * es);
-        }
-        break;
-    case HCOMM_COLL_REDUCE_SCATTER:
-        for (size_t i = 0; i < nc; i++)
-            input_at(s, r, i, b->send, i);
-        for (size_t i = 0; i < c; i++)
-            ref_expect(s->t, s->op, n, r * c, i, b->want);
-        if (s->inplace) b->recv = b->send + (size_t)r * c * es;
-        break;
-    case HCOMM_COLL_SCATTER:
-        if (r == s->root)
-            for (size_t i = 0; i < nc; i++)
-                input_at(s, r, i, b->send, i);
-        for (size_t i = 0; i < c; i++)
-            input_at(s, s->root, r * c + i, b->want, i);
-        if (s->inplace && r == s->root) b->recv = b->send + (size_t)r * c * es;
-        break;
-    case HCOMM_COLL_BCAST:
-        if (r == s->root)
-            for (size_t i = 0; i < c; i++)
-                input_at(s, r, i, b->recv, i);
-        for (size_t i = 0; i < c; i++)
-            input_at(s, s->root, i, b->want, i);
-        b->send = b->recv;
-        break;
-    case HCOMM_COLL_ALLTOALL:
-        for (size_t i = 0; i < nc; i++)
-            input_at(s, r, i, b->send, i);
-        for (int q = 0; q < n; q++)
-            for (size_t i = 0; i < c; i++)
-                input_at(s, q, r * c + i, b->want, q * c + i);
-        if (s->inplace) {
-            memcpy(b->recv, b->send, nc * es);
-            b->send = b->recv;
-        }
-        break;
-    default: /* allreduce, reduce */
-        for (size_t i = 0; i < c; i++)
-            input_at(s, r, i, b->send, i);
-        for (size_t i = 0; i < c && rcount; i++)
-            ref_expect(s->t, s->op, n, 0, i, b->want);
-        if (s->inplace && rcount) {
-            memcpy(b->recv, b->send, c * es);
-            b->send = b->recv;
-        }
-        break;
-    }
-}
-
-static hcomm_status_t start(const shape_t *s, bufs_t *b, hcomm_comm_t comm,
-                            hcomm_request_t *req) {
-    size_t c = s->count;
-    switch (s->coll) {
-    case HCOMM_COLL_ALLREDUCE:
-        return hcomm_iallreduce(b->send, b->recv, c, s->t, s->op, comm, req);
-    case HCOMM_COLL_ALLGATHER:
-        return hcomm_iallgather(b->send, b->recv, c, s->t, comm, req);
-    case HCOMM_COLL_REDUCE_SCATTER:
-        return hcomm_ireduce_scatter(b->send, b->recv, c, s->t, s->op, comm,
-                                     req);
-    case HCOMM_COLL_BCAST:
-        return hcomm_ibroadcast(b->recv, c, s->t, s->root, comm, req);
-    case HCOMM_COLL_REDUCE:
-        return hcomm_ireduce(b->send, b->recv, c, s->t, s->op, s->root, comm,
-                             req);
-    case HCOMM_COLL_ALLTOALL:
-        return hcomm_ialltoall(b->send, b->recv, c, s->t, comm, req);
-    case HCOMM_COLL_GATHER:
-        return hcomm_igather(b->send, b->recv, c, s->t, s->root, comm, req);
-    case HCOMM_COLL_SCATTER:
-        return hcomm_iscatter(b->send, b->recv, c, s->t, s->root, comm, req);
-    default:
-        return hcomm_ibarrier(comm, req);
-    }
-}
-
-static void describe(const shape_t *s, char *out, size_t len) {
-    snprintf(out, len, "%s[%s] %s %s count %zu root %d %s",
-             hcomm_coll_name(s->coll), s->algo, ref_dtype_names[s->t],
-             reduces(s->coll) ? ref_op_names[s->op] : "-", s->count, s->root,
-             s->inplace ? "in place" : "out of place");
-}
-
-static void finish(const shape_t *s, bufs_t *b, hcomm_status_t st) {
-    char what[160];
-    describe(s, what, sizeof(what));
-    CHECK(st == HCOMM_SUCCESS, "%s: %s (%s)", what, hcomm_strerror(st),
-          hcomm_last_error());
-    size_t es = hcomm_dtype_size(s->t), bad = 0, first = 0;
-    for (size_t i = 0; i < b->want_count; i++)
-        if (memcmp(b->recv + i * es, b->want + i * es, es) != 0 && bad++ == 0)
-            first = i;
-    CHECK(bad == 0, "%s: %zu wrong elements, first at %zu", what, bad, first);
-    free(b->mem_send);
-    free(b->mem_recv);
-    free(b->want);
-}
-
 static void run_blocking(const shape_t *s, hcomm_comm_t comm) {
     int n, r;
     bufs_t b;
     hcomm_comm_size(comm, &n);
     hcomm_comm_rank(comm, &r);
-    prepare(s, n, r, &b);
+    case_prepare(s, n, r, &b);
     hcomm_request_t req = HCOMM_REQUEST_NULL;
-    hcomm_status_t st = start(s, &b, comm, &req);
+    hcomm_status_t st = case_start(s, &b, comm, &req);
     if (st == HCOMM_SUCCESS) st = hcomm_wait(&req);
-    finish(s, &b, st);
+    case_finish(s, &b, st);
 }
 
 static const hcomm_coll_t colls[] = {
@@ -191,10 +39,10 @@ static const hcomm_coll_t colls[] = {
  * default choice, then every algorithm on a smaller set of types. */
 static void test_collective(hcomm_coll_t coll, hcomm_comm_t comm) {
     size_t counts[] = {0, 1, 2, 7, (size_t)nranks + 1, 1031};
-    int nroots = rooted(coll) ? nranks : 1;
+    int nroots = case_rooted(coll) ? nranks : 1;
     shape_t s = {.coll = coll, .algo = "auto"};
     for (int t = 0; t < HCOMM_DTYPE_COUNT; t++)
-        for (int op = 0; op < (reduces(coll) ? HCOMM_OP_COUNT : 1); op++)
+        for (int op = 0; op < (case_reduces(coll) ? HCOMM_OP_COUNT : 1); op++)
             for (int root = 0; root < nroots; root++)
                 for (int ip = 0; ip < 2; ip++)
                     for (size_t k = 0; k < sizeof(counts) / sizeof(*counts);
@@ -320,11 +168,11 @@ static void test_concurrent(hcomm_comm_t world) {
         hcomm_comm_size(comms[i], &n);
         hcomm_comm_rank(comms[i], &r);
         if (i == 1 && s[1].root >= n) s[1].root = n - 1;
-        prepare(&s[i], n, r, &b[i]);
-        CHECK_OK(start(&s[i], &b[i], comms[i], &req[i]));
+        case_prepare(&s[i], n, r, &b[i]);
+        CHECK_OK(case_start(&s[i], &b[i], comms[i], &req[i]));
     }
     for (int i = 2; i >= 0; i--)
-        finish(&s[i], &b[i], hcomm_wait(&req[i]));
+        case_finish(&s[i], &b[i], hcomm_wait(&req[i]));
     CHECK_OK(hcomm_comm_free(&half));
     CHECK_OK(hcomm_comm_free(&dup));
 }
@@ -391,8 +239,8 @@ static void test_random(hcomm_comm_t world) {
             hcomm_comm_size(comm, &n);
             hcomm_comm_rank(comm, &r);
             s[k] = random_shape(&shared, n);
-            prepare(&s[k], n, r, &b[k]);
-            CHECK_OK(start(&s[k], &b[k], comm, &req[k]));
+            case_prepare(&s[k], n, r, &b[k]);
+            CHECK_OK(case_start(&s[k], &b[k], comm, &req[k]));
             if (rand_r(&shared) % 3 == 0) {
                 shape_t blocking = random_shape(&shared, n);
                 blocking.algo = "random, blocking";
@@ -404,7 +252,7 @@ static void test_random(hcomm_comm_t world) {
             while (waited[k])
                 k = (k + 1) % ncalls;
             waited[k] = 1;
-            finish(&s[k], &b[k], hcomm_wait(&req[k]));
+            case_finish(&s[k], &b[k], hcomm_wait(&req[k]));
         }
     }
     CHECK_OK(hcomm_comm_free(&comms[1]));

@@ -113,7 +113,7 @@ static void tags_of(int j, uint32_t s, hcomm_tag_t *st, hcomm_tag_t *rt) {
  * NMSG from src; half the receives are posted before the sends. */
 static void exchange(hcomm_tp_t *tp, const char *what, int dst, int src,
                      size_t size, uint32_t s) {
-    hcomm_tp_req_t sreq[NMSG], rreq[NMSG];
+    hcomm_tp_req_t sreq[NMSG] = {0}, rreq[NMSG] = {0};
     uint8_t *sb[NMSG] = {0}, *rb[NMSG] = {0};
     hcomm_tag_t st[NMSG], rt[NMSG];
     const int early[NMSG] = {0, 1, 0, 1, 1, 1, 1}; /* posted before sends */
@@ -184,7 +184,7 @@ static void *ring_test(void *arg) {
 }
 
 static void error_tests(hcomm_tp_t *tp) {
-    hcomm_tp_req_t sq, rq;
+    hcomm_tp_req_t sq = {0}, rq = {0};
     hcomm_tag_t t = {HCOMM_TAG_P2P, 1234, 4321};
     char sbuf[64] = "0123456789abcdef", rbuf[64];
     int me = tp->rank;
@@ -285,7 +285,7 @@ static void wait_n(hcomm_tp_t *tp, int mpi, int n, hcomm_tp_req_t *q,
 
 /* One-way latency of an 8-byte ping-pong, in microseconds. */
 static double pingpong(hcomm_tp_t *tp, int mpi, int iters) {
-    hcomm_tp_req_t q[2];
+    hcomm_tp_req_t q[2] = {0};
     MPI_Request m[2];
     hcomm_tag_t t = {HCOMM_TAG_COLL, 0, 0};
     char ping[8] = {0}, pong[8];
@@ -308,7 +308,7 @@ static double pingpong(hcomm_tp_t *tp, int mpi, int iters) {
 /* Rank 0 streams reps windows of win messages to rank 1; GB/s. */
 static double bandwidth(hcomm_tp_t *tp, int mpi, char *buf, size_t bytes,
                         int win, int reps) {
-    hcomm_tp_req_t q[16];
+    hcomm_tp_req_t q[16] = {0};
     MPI_Request m[16];
     hcomm_tag_t t = {HCOMM_TAG_COLL, 0, 0};
     int send = tp->rank == 0;

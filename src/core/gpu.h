@@ -1,0 +1,114 @@
+/* GPUs: what kind of memory a buffer is (always built: a build without CUDA
+ * still recognises device pointers, to refuse them), and, with CUDA, the
+ * streams, events and memory pools that calls on device buffers use.
+ *
+ * Memory types are found per call from the CUDA driver (loaded with dlopen,
+ * so that libhcomm.so needs no driver to load), and only once the process
+ * uses CUDA: until a CUDA context exists, no buffer can be device memory. */
+#ifndef HCOMM_CORE_GPU_H
+#define HCOMM_CORE_GPU_H
+
+#include "hcomm.h"
+
+#include <stddef.h>
+
+typedef enum {
+    HCOMM_MEM_HOST = 0, /* pageable host memory */
+    HCOMM_MEM_PINNED,   /* page-locked host memory (cudaMallocHost) */
+    HCOMM_MEM_MANAGED,  /* cudaMallocManaged */
+    HCOMM_MEM_DEVICE,   /* cudaMalloc */
+    HCOMM_MEM_COUNT
+} hcomm_memtype_t;
+
+/* Loads the driver unless HCOMM_CUDA=0 (hcomm_init). */
+void hcomm_gpu_init(void);
+void hcomm_gpu_finalize(void);
+
+/* A driver and at least one device are there (and HCOMM_CUDA is not 0). */
+extern int hcomm_gpu_present;
+
+/* The memory type of the buffer at p (HOST when no GPU is present or p is
+ * NULL); *device is the ordinal of the GPU holding it (-1 for host). */
+hcomm_memtype_t hcomm_gpu_memtype_slow(const void *p, int *device);
+static inline hcomm_memtype_t hcomm_gpu_memtype(const void *p, int *device) {
+    *device = -1;
+    if (__builtin_expect(!hcomm_gpu_present, 1) || !p) return HCOMM_MEM_HOST;
+    return hcomm_gpu_memtype_slow(p, device);
+}
+const char *hcomm_memtype_name(hcomm_memtype_t t);
+
+/* A GPU can read and write it with kernels (pinned host memory is mapped
+ * into every device on 64-bit UVA systems). */
+static inline int hcomm_memtype_gpu_access(hcomm_memtype_t t) {
+    return t != HCOMM_MEM_HOST;
+}
+
+/* Entry points of the driver API that the CUDA paths need beyond the
+ * runtime: stream memory operations and IPC. NULL without a driver. */
+typedef struct {
+    int (*stream_write_value32)(void *stream, unsigned long long addr,
+                                unsigned value, unsigned flags);
+    int (*stream_wait_value32)(void *stream, unsigned long long addr,
+                               unsigned value, unsigned flags);
+} hcomm_cu_api_t;
+extern hcomm_cu_api_t hcomm_cu;
+
+#ifdef HAVE_CUDA
+
+/* Per communicator and device: the streams a call on device memory runs on
+ * (kernels; copies to and from host staging, each way on its own so that
+ * they overlap) and a cache of events. Thread safe. */
+typedef struct hcomm_gpu_ctx hcomm_gpu_ctx_t;
+hcomm_status_t hcomm_gpu_ctx_create(int device, hcomm_gpu_ctx_t **out);
+void hcomm_gpu_ctx_destroy(hcomm_gpu_ctx_t *ctx); /* NULL is fine */
+int hcomm_gpu_ctx_device(const hcomm_gpu_ctx_t *ctx);
+
+typedef enum {
+    HCOMM_GPU_STREAM_KERNEL = 0,
+    HCOMM_GPU_STREAM_D2H,
+    HCOMM_GPU_STREAM_H2D,
+    HCOMM_GPU_NSTREAMS
+} hcomm_gpu_stream_id_t;
+void *hcomm_gpu_ctx_stream(hcomm_gpu_ctx_t *ctx, hcomm_gpu_stream_id_t id);
+
+/* An event recorded on stream now (NULL on failure, with the error set);
+ * poll it with hcomm_gpu_event_query (1 done, 0 not yet, or an error < 0),
+ * give it back with hcomm_gpu_event_put. */
+void *hcomm_gpu_event_record(hcomm_gpu_ctx_t *ctx, void *stream);
+int hcomm_gpu_event_query(void *event);
+void hcomm_gpu_event_put(hcomm_gpu_ctx_t *ctx, void *event);
+/* Makes stream wait for event (on the device; the host does not block). */
+hcomm_status_t hcomm_gpu_stream_wait_event(void *stream, void *event);
+
+/* Scratch on the device and pinned host staging, from pools bounded by
+ * HCOMM_BUFFER_POOL_SIZE each (HCOMM_MEMLOG=1 logs their growth). The size
+ * must be given back with the pointer. */
+typedef enum {
+    HCOMM_GPU_POOL_DEVICE = 0,
+    HCOMM_GPU_POOL_PINNED
+} hcomm_gpu_pool_id_t;
+void *hcomm_gpu_alloc(hcomm_gpu_pool_id_t pool, int device, size_t bytes);
+void hcomm_gpu_free(hcomm_gpu_pool_id_t pool, int device, void *ptr,
+                    size_t bytes);
+/* Bytes each pool holds, cached and in use (hcomm_info, HCOMM_MEMLOG). */
+void hcomm_gpu_pool_usage(hcomm_gpu_pool_id_t pool, size_t *cached,
+                          size_t *live);
+/* Frees what the pools cache (hcomm_finalize). */
+void hcomm_gpu_pools_release(void);
+
+/* Asynchronous copy of any direction on stream. */
+hcomm_status_t hcomm_gpu_copy_async(void *dst, const void *src, size_t bytes,
+                                    void *stream);
+/* Blocks until stream has run everything enqueued on it. */
+hcomm_status_t hcomm_gpu_stream_sync(void *stream);
+/* Makes device current for the calling thread; returns the previous one
+ * (or -1 on failure, with the error set). */
+int hcomm_gpu_use_device(int device);
+/* The calling thread's current device (-1 on failure, with the error). */
+int hcomm_gpu_current_device(void);
+
+/* A cudaError_t as a status with its message ("what: cuda error text"). */
+hcomm_status_t hcomm_gpu_error(int cuda_err, const char *what);
+
+#endif /* HAVE_CUDA */
+#endif

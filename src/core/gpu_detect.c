@@ -1,0 +1,123 @@
+/* Memory types from the CUDA driver, loaded with dlopen: libhcomm.so needs
+ * no driver to load, and a build without CUDA still tells device pointers
+ * from host ones (to refuse them rather than crash). The driver's ABI
+ * values are written here, as cuda.h may not be installed. */
+#include "core/config.h"
+#include "core/gpu.h"
+#include "core/log.h"
+
+#include <dlfcn.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <string.h>
+
+enum {
+    CU_ATTR_MEMORY_TYPE = 2,
+    CU_ATTR_IS_MANAGED = 8,
+    CU_ATTR_DEVICE_ORDINAL = 9,
+    CU_MEMORYTYPE_HOST = 1,
+    CU_MEMORYTYPE_DEVICE = 2,
+    MAX_DEVICES = 64
+};
+
+int hcomm_gpu_present;
+hcomm_cu_api_t hcomm_cu;
+
+static struct {
+    void *lib;
+    int ndevices;
+    atomic_int in_use; /* a context has been seen: CUDA memory may exist */
+    int (*ctx_get_current)(void **ctx);
+    int (*primary_ctx_state)(int dev, unsigned *flags, int *active);
+    int (*pointer_attributes)(unsigned n, int *attrs, void **data,
+                              unsigned long long ptr);
+} drv;
+
+static void *sym(const char *name, const char *fallback) {
+    void *f = dlsym(drv.lib, name);
+    return f || !fallback ? f : dlsym(drv.lib, fallback);
+}
+
+void hcomm_gpu_init(void) {
+    int (*init)(unsigned) = NULL, (*count)(int *) = NULL;
+    hcomm_gpu_present = 0;
+    if (strcmp(hcomm_cfg_str(HCOMM_CFG_CUDA), "0") == 0 || drv.lib) return;
+    drv.lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!drv.lib) {
+        hcomm_debug("gpu: no CUDA driver (%s)", dlerror());
+        return;
+    }
+    *(void **)&init = sym("cuInit", NULL);
+    *(void **)&count = sym("cuDeviceGetCount", NULL);
+    *(void **)&drv.ctx_get_current = sym("cuCtxGetCurrent", NULL);
+    *(void **)&drv.primary_ctx_state = sym("cuDevicePrimaryCtxGetState", NULL);
+    *(void **)&drv.pointer_attributes = sym("cuPointerGetAttributes", NULL);
+    *(void **)&hcomm_cu.stream_write_value32 =
+        sym("cuStreamWriteValue32_v2", "cuStreamWriteValue32");
+    *(void **)&hcomm_cu.stream_wait_value32 =
+        sym("cuStreamWaitValue32_v2", "cuStreamWaitValue32");
+    if (!init || !count || !drv.ctx_get_current || !drv.primary_ctx_state ||
+        !drv.pointer_attributes || init(0) != 0 || count(&drv.ndevices) != 0 ||
+        drv.ndevices <= 0) {
+        hcomm_debug("gpu: the CUDA driver has no usable device");
+        hcomm_gpu_finalize();
+        return;
+    }
+    if (drv.ndevices > MAX_DEVICES) drv.ndevices = MAX_DEVICES;
+    hcomm_gpu_present = 1;
+    hcomm_debug("gpu: %d CUDA device(s)", drv.ndevices);
+}
+
+void hcomm_gpu_finalize(void) {
+    hcomm_gpu_present = 0;
+    /* The driver stays loaded: the CUDA runtime and the program share it. */
+    drv.lib = NULL;
+    atomic_store(&drv.in_use, 0);
+    hcomm_cu = (hcomm_cu_api_t){0};
+}
+
+/* Until the process has a CUDA context, no buffer can be CUDA memory: a
+ * thread with a current context, or any device's primary context, shows
+ * one (pointers can come from a thread other than the caller's). */
+static int cuda_in_use(void) {
+    void *ctx = NULL;
+    if (atomic_load_explicit(&drv.in_use, memory_order_relaxed)) return 1;
+    if (drv.ctx_get_current(&ctx) == 0 && ctx) goto yes;
+    for (int d = 0; d < drv.ndevices; d++) {
+        unsigned flags = 0;
+        int active = 0;
+        if (drv.primary_ctx_state(d, &flags, &active) == 0 && active) goto yes;
+    }
+    return 0;
+yes:
+    atomic_store(&drv.in_use, 1);
+    return 1;
+}
+
+hcomm_memtype_t hcomm_gpu_memtype_slow(const void *p, int *device) {
+    unsigned memtype = 0, managed = 0;
+    int ordinal = -1;
+    int attrs[3] = {CU_ATTR_MEMORY_TYPE, CU_ATTR_IS_MANAGED,
+                    CU_ATTR_DEVICE_ORDINAL};
+    void *data[3] = {&memtype, &managed, &ordinal};
+    if (!cuda_in_use()) return HCOMM_MEM_HOST;
+    /* The plural form reports plain host memory as type 0, not an error. */
+    if (drv.pointer_attributes(3, attrs, data,
+                               (unsigned long long)(uintptr_t)p))
+        return HCOMM_MEM_HOST;
+    if (managed) {
+        *device = ordinal;
+        return HCOMM_MEM_MANAGED;
+    }
+    if (memtype == CU_MEMORYTYPE_DEVICE) {
+        *device = ordinal;
+        return HCOMM_MEM_DEVICE;
+    }
+    return memtype == CU_MEMORYTYPE_HOST ? HCOMM_MEM_PINNED : HCOMM_MEM_HOST;
+}
+
+const char *hcomm_memtype_name(hcomm_memtype_t t) {
+    static const char *names[HCOMM_MEM_COUNT] = {"host", "pinned host",
+                                                 "managed", "device"};
+    return (unsigned)t < HCOMM_MEM_COUNT ? names[t] : "unknown";
+}

@@ -1,0 +1,111 @@
+#!/bin/bash
+# The GPU machine's one command: builds HCOMM there against UCX built with
+# CUDA, then runs every GPU test and benchmark, logs under $OUT.
+#
+#   test/gpu/run_gpu.sh [build] [test] [perf]      (no argument: all three)
+#
+# Needs, from this checkout: .devdeps (../shared/gpu/prepare-deps.sh) and
+# the generated build files (./autogen.sh), which git ignores, so the
+# device tool's call names them in carry:
+#   carry: .devdeps configure Makefile.in config.h.in aclocal.m4 build-aux
+# Tests run several ranks on the one GPU under MPS, and once without it
+# (correct, slower). HCOMM_GPU_RANKS overrides the rank counts.
+set -u
+cd "$(dirname "$0")/../.."
+src=$PWD
+out=${OUT:-$src/gpu-out}
+mkdir -p "$out"
+D=$src/.devdeps
+R=$D/root/usr
+export LD_LIBRARY_PATH=$D/ucx-cuda/lib:$R/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+export NCCL_NVLS_ENABLE=0 # never NVLink multicast (shared/gpu/README.md)
+export HCOMM_TIMEOUT=${HCOMM_TIMEOUT:-60}
+b=$src/build-gpu
+stages=${*:-build test perf}
+mpirun_flags="--oversubscribe --bind-to none -x LD_LIBRARY_PATH -x HCOMM_TIMEOUT
+  -x HCOMM_TRANSPORT -x HCOMM_CUDA_STAGING -x HCOMM_TEST_GPU_QUICK
+  -x CUDA_MPS_PIPE_DIRECTORY -x CUDA_MPS_LOG_DIRECTORY -x NCCL_NVLS_ENABLE
+  -x HCOMM_ALGO -x HCOMM_SHM_SLOT_SIZE"
+export HCOMM_TRANSPORT=auto HCOMM_CUDA_STAGING=auto HCOMM_TEST_GPU_QUICK=0
+export HCOMM_ALGO= HCOMM_SHM_SLOT_SIZE=256K
+
+status=0
+note() { echo "### $*"; }
+run() { # run LOG TIMEOUT CMD...: appends to LOG, records a failure
+    local log=$1 t=$2
+    shift 2
+    echo "\$ $*" >>"$out/$log"
+    timeout "$t" "$@" >>"$out/$log" 2>&1
+    local rc=$?
+    echo "(exit $rc)" >>"$out/$log"
+    [ $rc -eq 0 ] || { status=1; note "FAILED ($rc): $*"; }
+    return $rc
+}
+mps_on() {
+    export CUDA_MPS_PIPE_DIRECTORY=/tmp/mps CUDA_MPS_LOG_DIRECTORY=/tmp/mpslog
+    mkdir -p $CUDA_MPS_PIPE_DIRECTORY $CUDA_MPS_LOG_DIRECTORY
+    nvidia-cuda-mps-control -d 2>/dev/null || true
+}
+mps_off() { echo quit | nvidia-cuda-mps-control 2>/dev/null || true; sleep 1; }
+
+if [[ $stages == *build* ]]; then
+    note "build"
+    nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv >"$out/build.log" 2>&1
+    mkdir -p "$b"
+    (cd "$b" && { [ -f Makefile ] || ../configure CC=mpicc --disable-maintainer-mode \
+        --with-cuda=/usr/local/cuda --with-ucx="$D/ucx-cuda" \
+        CPPFLAGS="-I$R/include" \
+        LDFLAGS="-L$R/lib/x86_64-linux-gnu -Wl,-rpath,$R/lib/x86_64-linux-gnu"; } &&
+        make -j16 && make -j16 check TESTS=) >>"$out/build.log" 2>&1 ||
+        { note "build failed"; tail -40 "$out/build.log"; exit 1; }
+    grep -A14 "configuration" "$out/build.log" | tail -14
+fi
+
+mpi() { # mpi LOG NP CMD...
+    local log=$1 np=$2
+    shift 2
+    run "$log" 300 mpirun $mpirun_flags -np "$np" "$@"
+}
+
+if [[ $stages == *test* ]]; then
+    note "tests"
+    mps_on
+    run tests.log 600 "$b/test/gpu/test_cuda_kernels"
+    for n in ${HCOMM_GPU_RANKS:-1 2 3 4}; do
+        HCOMM_TEST_GPU_QUICK=$([ "$n" = 2 ] || [ "$n" = 4 ] && echo 0 || echo 1) \
+            mpi tests.log "$n" "$b/test/gpu/test_cuda_colls"
+    done
+    HCOMM_CUDA_STAGING=1 HCOMM_TEST_GPU_QUICK=1 mpi tests.log 2 "$b/test/gpu/test_cuda_colls"
+    HCOMM_TRANSPORT=mpi HCOMM_TEST_GPU_QUICK=1 mpi tests.log 3 "$b/test/gpu/test_cuda_colls"
+    mps_off
+    note "without MPS"
+    HCOMM_TEST_GPU_QUICK=1 mpi tests.log 2 "$b/test/gpu/test_cuda_colls"
+    grep -E "passed|FAILED|skipped|bandwidth" "$out/tests.log"
+fi
+
+if [[ $stages == *perf* ]]; then
+    note "benchmarks"
+    mps_on
+    run perf.log 60 "$b/test/gpu/bench_memtype"
+    p="$b/perf/hcomm_perf -D cuda"
+    mpi perf.log 2 $p allreduce -b 8 -e 1G -f 4 -n 10 -w 3
+    mpi perf.log 2 $p allreduce -b 8 -e 1G -f 4 -n 10 -w 3 -S
+    HCOMM_CUDA_STAGING=1 mpi perf.log 2 $p allreduce -b 8 -e 256M -f 4 -n 10 -w 3
+    mpi perf.log 2 $p allreduce -b 8 -e 256M -f 4 -n 10 -w 3 -d bfloat16 -o sum
+    for c in allgather reduce_scatter broadcast alltoall; do
+        mpi perf.log 2 $p $c -b 8 -e 64M -f 16 -n 10 -w 3
+    done
+    mpi perf.log 4 $p allreduce -b 8 -e 256M -f 4 -n 10 -w 3
+    u=$D/ucx-cuda/bin/ucx_perftest
+    for t in "tag_lat -s 8" "tag_bw -s 1048576" "tag_bw -s 67108864"; do
+        echo "\$ ucx_perftest -t $t -m cuda,cuda" >>"$out/perf.log"
+        timeout 60 $u -t $t -m cuda,cuda -n 200 >/dev/null 2>&1 &
+        sleep 2
+        timeout 60 $u 127.0.0.1 -t $t -m cuda,cuda -n 200 >>"$out/perf.log" 2>&1
+        wait
+    done
+    mps_off
+    grep -vE "^\\$|^\(exit" "$out/perf.log" | grep -E "^ +[0-9]|^#|memtype|Final" | head -200
+fi
+exit $status

@@ -1,0 +1,282 @@
+/* Every collective on GPU memory, as the host tests run them (the cases of
+ * coll_cases.c), with the buffers copied to the GPU: device, managed and
+ * pinned host memory; blocking, non-blocking and stream-ordered; in place
+ * and not; every dtype x op for AllReduce, several types for the rest;
+ * counts 0, 1, 7, a prime and large ones; results compared bit for bit.
+ * HCOMM_TEST_GPU_QUICK=1 runs fewer types (the runs without MPS). Without
+ * a GPU: exit 77 (skip). */
+#include "coll_cases.h"
+#include "mpi_check.h"
+
+#include <cuda_runtime_api.h>
+#include <mpi.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef enum { MEM_DEVICE = 0, MEM_MANAGED, MEM_PINNED_SEND } mem_kind_t;
+typedef enum { MODE_BLOCKING = 0, MODE_NONBLOCKING, MODE_STREAM } call_mode_t;
+
+static const char *mem_names[] = {"device", "managed", "pinned send"};
+static const char *mode_names[] = {"blocking", "non-blocking", "stream"};
+static cudaStream_t stream;
+static int rank, nranks;
+
+static hcomm_status_t call_blocking(const shape_t *s, const char *send,
+                                    char *recv, hcomm_comm_t comm) {
+    size_t c = s->count;
+    switch (s->coll) {
+    case HCOMM_COLL_ALLREDUCE:
+        return hcomm_allreduce(send, recv, c, s->t, s->op, comm);
+    case HCOMM_COLL_ALLGATHER:
+        return hcomm_allgather(send, recv, c, s->t, comm);
+    case HCOMM_COLL_REDUCE_SCATTER:
+        return hcomm_reduce_scatter(send, recv, c, s->t, s->op, comm);
+    case HCOMM_COLL_BCAST:
+        return hcomm_broadcast(recv, c, s->t, s->root, comm);
+    case HCOMM_COLL_REDUCE:
+        return hcomm_reduce(send, recv, c, s->t, s->op, s->root, comm);
+    case HCOMM_COLL_ALLTOALL:
+        return hcomm_alltoall(send, recv, c, s->t, comm);
+    case HCOMM_COLL_GATHER:
+        return hcomm_gather(send, recv, c, s->t, s->root, comm);
+    default:
+        return hcomm_scatter(send, recv, c, s->t, s->root, comm);
+    }
+}
+
+static hcomm_status_t call_stream(const shape_t *s, const char *send,
+                                  char *recv, hcomm_comm_t comm) {
+    size_t c = s->count;
+    switch (s->coll) {
+    case HCOMM_COLL_ALLREDUCE:
+        return hcomm_allreduce_stream(send, recv, c, s->t, s->op, comm, stream);
+    case HCOMM_COLL_ALLGATHER:
+        return hcomm_allgather_stream(send, recv, c, s->t, comm, stream);
+    case HCOMM_COLL_REDUCE_SCATTER:
+        return hcomm_reduce_scatter_stream(send, recv, c, s->t, s->op, comm,
+                                           stream);
+    case HCOMM_COLL_BCAST:
+        return hcomm_broadcast_stream(recv, c, s->t, s->root, comm, stream);
+    case HCOMM_COLL_REDUCE:
+        return hcomm_reduce_stream(send, recv, c, s->t, s->op, s->root, comm,
+                                   stream);
+    case HCOMM_COLL_ALLTOALL:
+        return hcomm_alltoall_stream(send, recv, c, s->t, comm, stream);
+    case HCOMM_COLL_GATHER:
+        return hcomm_gather_stream(send, recv, c, s->t, s->root, comm, stream);
+    default:
+        return hcomm_scatter_stream(send, recv, c, s->t, s->root, comm, stream);
+    }
+}
+
+static void *gpu_alloc(size_t bytes, mem_kind_t kind, int is_send) {
+    void *p = NULL;
+    cudaError_t e;
+    if (kind == MEM_MANAGED)
+        e = cudaMallocManaged(&p, bytes, cudaMemAttachGlobal);
+    else if (kind == MEM_PINNED_SEND && is_send)
+        e = cudaMallocHost(&p, bytes);
+    else
+        e = cudaMalloc(&p, bytes);
+    CHECK(e == cudaSuccess, "allocating %zu bytes of %s memory: %s", bytes,
+          mem_names[kind], cudaGetErrorString(e));
+    return e == cudaSuccess ? p : NULL;
+}
+
+static void gpu_free(void *p, mem_kind_t kind, int is_send) {
+    if (kind == MEM_PINNED_SEND && is_send)
+        cudaFreeHost(p);
+    else
+        cudaFree(p);
+}
+
+/* Where host pointer p (inside one of b's host buffers) is on the GPU. */
+static char *mirror(const bufs_t *b, char *dsend, char *drecv, char *p) {
+    if (!p) return NULL;
+    if (p >= b->mem_recv && p <= b->mem_recv + b->bytes)
+        return drecv + (p - b->mem_recv);
+    return dsend + (p - b->mem_send);
+}
+
+static void run_case(const shape_t *s, hcomm_comm_t comm, mem_kind_t kind,
+                     call_mode_t mode) {
+    bufs_t b;
+    case_prepare(s, nranks, rank, &b);
+    char *ds = gpu_alloc(b.bytes, kind, 1), *dr = gpu_alloc(b.bytes, kind, 0);
+    hcomm_status_t st = HCOMM_ERR_NO_MEMORY;
+    if (ds && dr &&
+        cudaMemcpy(ds, b.mem_send, b.bytes, cudaMemcpyDefault) == cudaSuccess &&
+        cudaMemcpy(dr, b.mem_recv, b.bytes, cudaMemcpyDefault) == cudaSuccess) {
+        char *send = mirror(&b, ds, dr, b.send),
+             *recv = mirror(&b, ds, dr, b.recv);
+        if (mode == MODE_BLOCKING) {
+            st = call_blocking(s, send, recv, comm);
+        } else if (mode == MODE_STREAM) {
+            st = call_stream(s, send, recv, comm);
+            if (cudaStreamSynchronize(stream) != cudaSuccess)
+                st = HCOMM_ERR_INTERNAL;
+            hcomm_status_t async = HCOMM_SUCCESS;
+            hcomm_comm_get_async_error(comm, &async);
+            if (st == HCOMM_SUCCESS) st = async;
+        } else {
+            bufs_t dev = b;
+            dev.send = send;
+            dev.recv = recv;
+            hcomm_request_t req = HCOMM_REQUEST_NULL;
+            st = case_start(s, &dev, comm, &req);
+            if (st == HCOMM_SUCCESS) st = hcomm_wait(&req);
+        }
+        cudaMemcpy(b.mem_send, ds, b.bytes, cudaMemcpyDefault);
+        cudaMemcpy(b.mem_recv, dr, b.bytes, cudaMemcpyDefault);
+    }
+    if (st != HCOMM_SUCCESS) {
+        char what[160];
+        case_describe(s, what, sizeof(what));
+        CHECK(0, "%s on %s memory, %s: %s (%s)", what, mem_names[kind],
+              mode_names[mode], hcomm_strerror(st), hcomm_last_error());
+    }
+    case_finish(s, &b, st);
+    if (ds) gpu_free(ds, kind, 1);
+    if (dr) gpu_free(dr, kind, 0);
+}
+
+static const hcomm_coll_t colls[] = {
+    HCOMM_COLL_ALLREDUCE, HCOMM_COLL_ALLGATHER, HCOMM_COLL_REDUCE_SCATTER,
+    HCOMM_COLL_BCAST,     HCOMM_COLL_REDUCE,    HCOMM_COLL_ALLTOALL,
+    HCOMM_COLL_GATHER,    HCOMM_COLL_SCATTER};
+
+static void test_all(hcomm_comm_t comm, int quick) {
+    size_t counts[] = {0, 1, 7, 1009, (size_t)nranks * 1000 + 1, 1048583};
+    static const hcomm_dtype_t some[] = {HCOMM_INT8, HCOMM_BFLOAT16,
+                                         HCOMM_FLOAT32, HCOMM_UINT64};
+    for (size_t ci = 0; ci < sizeof(colls) / sizeof(*colls); ci++) {
+        hcomm_coll_t coll = colls[ci];
+        int all_types = coll == HCOMM_COLL_ALLREDUCE && !quick;
+        int ntypes = all_types ? HCOMM_DTYPE_COUNT : quick ? 1 : 4;
+        int nops = case_reduces(coll) && all_types ? HCOMM_OP_COUNT : 1;
+        for (int ti = 0; ti < ntypes; ti++)
+            for (int op = 0; op < nops; op++)
+                for (int ip = 0; ip < 2; ip++)
+                    for (size_t k = 0; k < sizeof(counts) / sizeof(*counts);
+                         k++)
+                        for (int mode = 0; mode < 3; mode++) {
+                            shape_t s = {.coll = coll,
+                                         .t = all_types ? (hcomm_dtype_t)ti
+                                                        : some[ti + quick * 2],
+                                         .op = (hcomm_op_t)op,
+                                         .count = counts[k],
+                                         .root = (int)(k % (size_t)nranks),
+                                         .inplace = ip,
+                                         .algo = "auto"};
+                            if (quick && k == 5) continue;
+                            run_case(&s, comm, MEM_DEVICE, (call_mode_t)mode);
+                        }
+    }
+    /* managed memory, and a pinned host send buffer beside a device one */
+    for (int kind = MEM_MANAGED; kind <= MEM_PINNED_SEND; kind++)
+        for (size_t ci = 0; ci < sizeof(colls) / sizeof(*colls); ci++) {
+            shape_t s = {.coll = colls[ci],
+                         .t = HCOMM_FLOAT32,
+                         .op = HCOMM_SUM,
+                         .count = 4099,
+                         .root = nranks - 1,
+                         .algo = "auto"};
+            run_case(&s, comm, (mem_kind_t)kind, MODE_BLOCKING);
+        }
+}
+
+/* Device buffers on a split communicator, and point-to-point between
+ * neighbours, in every mode. */
+static void test_split_and_p2p(hcomm_comm_t world) {
+    hcomm_comm_t half;
+    CHECK_OK(hcomm_comm_split(world, rank % 2, nranks - rank, &half));
+    int hn, hr;
+    hcomm_comm_size(half, &hn);
+    hcomm_comm_rank(half, &hr);
+    int saved_n = nranks, saved_r = rank;
+    nranks = hn;
+    rank = hr;
+    shape_t s = {.coll = HCOMM_COLL_ALLREDUCE,
+                 .t = HCOMM_INT32,
+                 .op = HCOMM_SUM,
+                 .count = 100003,
+                 .algo = "auto"};
+    for (int mode = 0; mode < 3; mode++)
+        run_case(&s, half, MEM_DEVICE, (call_mode_t)mode);
+    nranks = saved_n;
+    rank = saved_r;
+    CHECK_OK(hcomm_comm_free(&half));
+
+    size_t n = 65539;
+    int *h = malloc(n * sizeof(int)), *d = NULL;
+    cudaMalloc((void **)&d, n * sizeof(int));
+    int to = (rank + 1) % nranks, from = (rank + nranks - 1) % nranks;
+    for (int mode = 0; mode < 3 && nranks > 1; mode++) {
+        for (size_t i = 0; i < n; i++)
+            h[i] = rank * 1000 + (int)i;
+        cudaMemcpy(d, h, n * sizeof(int), cudaMemcpyHostToDevice);
+        int *in = NULL;
+        cudaMalloc((void **)&in, n * sizeof(int));
+        if (mode == MODE_STREAM) {
+            if (rank % 2 == 0) {
+                CHECK_OK(
+                    hcomm_send_stream(d, n, HCOMM_INT32, to, 7, world, stream));
+                CHECK_OK(hcomm_recv_stream(in, n, HCOMM_INT32, from, 7, world,
+                                           stream));
+            } else {
+                CHECK_OK(hcomm_recv_stream(in, n, HCOMM_INT32, from, 7, world,
+                                           stream));
+                CHECK_OK(
+                    hcomm_send_stream(d, n, HCOMM_INT32, to, 7, world, stream));
+            }
+            cudaStreamSynchronize(stream);
+        } else {
+            hcomm_request_t rq, sq;
+            CHECK_OK(hcomm_irecv(in, n, HCOMM_INT32, from, 7, world, &rq));
+            if (mode == MODE_BLOCKING) {
+                CHECK_OK(hcomm_send(d, n, HCOMM_INT32, to, 7, world));
+            } else {
+                CHECK_OK(hcomm_isend(d, n, HCOMM_INT32, to, 7, world, &sq));
+                CHECK_OK(hcomm_wait(&sq));
+            }
+            CHECK_OK(hcomm_wait(&rq));
+        }
+        cudaMemcpy(h, in, n * sizeof(int), cudaMemcpyDeviceToHost);
+        size_t bad = 0;
+        for (size_t i = 0; i < n; i++)
+            bad += h[i] != from * 1000 + (int)i;
+        CHECK(bad == 0, "send/recv %s: %zu wrong", mode_names[mode], bad);
+        cudaFree(in);
+    }
+    cudaFree(d);
+    free(h);
+}
+
+int main(int argc, char **argv) {
+    int ndev = 0, provided;
+    MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &nranks);
+    check_rank = rank;
+    if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
+        if (rank == 0) printf("test_cuda_colls: no CUDA device: skipped\n");
+        MPI_Finalize();
+        return 77;
+    }
+    cudaSetDevice(rank % ndev);
+    cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
+    if (hcomm_init(&argc, &argv) != HCOMM_SUCCESS) {
+        fprintf(stderr, "hcomm_init: %s\n", hcomm_last_error());
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    hcomm_comm_t comm;
+    CHECK_OK(hcomm_comm_create(MPI_COMM_WORLD, &comm));
+    const char *q = getenv("HCOMM_TEST_GPU_QUICK");
+    test_all(comm, q && strcmp(q, "1") == 0);
+    test_split_and_p2p(comm);
+    CHECK_OK(hcomm_comm_free(&comm));
+    int rc = check_summary("test_cuda_colls");
+    hcomm_finalize();
+    MPI_Finalize();
+    return rc;
+}
