@@ -19,14 +19,22 @@ hcomm_status_t hcomm_gpu_error(int cuda_err, const char *what) {
                        cudaGetErrorString((cudaError_t)cuda_err));
 }
 
+/* The device whose primary context this thread has made current through
+ * us: cudaGetDevice answers 0 in a thread that never chose one, without any
+ * context being current, and UCX's CUDA transports, which use the driver's
+ * current context, then fail in that thread. */
+static _Thread_local int bound_device = -1;
+
 int hcomm_gpu_use_device(int device) {
     int prev = -1;
     cudaError_t e = cudaGetDevice(&prev);
-    if (e == cudaSuccess && prev != device) e = cudaSetDevice(device);
+    if (e == cudaSuccess && (prev != device || bound_device != device))
+        e = cudaSetDevice(device); /* also makes its context current */
     if (e != cudaSuccess) {
         hcomm_gpu_error(e, "selecting the GPU");
         return -1;
     }
+    bound_device = device;
     return prev;
 }
 

@@ -2,7 +2,8 @@
 # The GPU machine's one command: builds HCOMM there against UCX built with
 # CUDA, then runs every GPU test and benchmark, logs under $OUT.
 #
-#   test/gpu/run_gpu.sh [build] [test] [perf]      (no argument: all three)
+#   test/gpu/run_gpu.sh [build] [kernels] [test] [smoke] [perf]
+#                                   (no argument: build kernels test perf)
 #
 # Needs, from this checkout: .devdeps (../shared/gpu/prepare-deps.sh) and
 # the generated build files (./autogen.sh), which git ignores, so the
@@ -20,9 +21,9 @@ R=$D/root/usr
 export LD_LIBRARY_PATH=$D/ucx-cuda/lib:$R/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export NCCL_NVLS_ENABLE=0 # never NVLink multicast (shared/gpu/README.md)
-export HCOMM_TIMEOUT=${HCOMM_TIMEOUT:-60}
+export HCOMM_TIMEOUT=${HCOMM_TIMEOUT:-15}
 b=$src/build-gpu
-stages=${*:-build test perf}
+stages=${*:-build kernels test perf}
 mpirun_flags="--oversubscribe --bind-to none -x LD_LIBRARY_PATH -x HCOMM_TIMEOUT
   -x HCOMM_TRANSPORT -x HCOMM_CUDA_STAGING -x HCOMM_TEST_GPU_QUICK
   -x CUDA_MPS_PIPE_DIRECTORY -x CUDA_MPS_LOG_DIRECTORY -x NCCL_NVLS_ENABLE
@@ -35,7 +36,7 @@ note() { echo "### $*"; }
 run() { # run LOG TIMEOUT CMD...: appends to LOG, records a failure
     local log=$1 t=$2
     shift 2
-    echo "\$ $*" >>"$out/$log"
+    echo "\$ $* ($(date +%T))" >>"$out/$log"
     timeout "$t" "$@" >>"$out/$log" 2>&1
     local rc=$?
     echo "(exit $rc)" >>"$out/$log"
@@ -65,13 +66,24 @@ fi
 mpi() { # mpi LOG NP CMD...
     local log=$1 np=$2
     shift 2
-    run "$log" 300 mpirun $mpirun_flags -np "$np" "$@"
+    run "$log" ${HCOMM_GPU_RUN_LIMIT:-150} mpirun $mpirun_flags -np "$np" "$@"
 }
+
+if [[ $stages == *kernels* ]]; then
+    note "kernels"
+    run tests.log 300 "$b/test/gpu/test_cuda_kernels"
+fi
+
+if [[ $stages == *smoke* ]]; then
+    note "smoke: 2 ranks, quick"
+    mps_on
+    HCOMM_TEST_GPU_QUICK=1 mpi tests.log 2 "$b/test/gpu/test_cuda_colls"
+    grep -E "passed|FAILED|skipped" "$out/tests.log"
+fi
 
 if [[ $stages == *test* ]]; then
     note "tests"
     mps_on
-    run tests.log 600 "$b/test/gpu/test_cuda_kernels"
     for n in ${HCOMM_GPU_RANKS:-1 2 3 4}; do
         HCOMM_TEST_GPU_QUICK=$([ "$n" = 2 ] || [ "$n" = 4 ] && echo 0 || echo 1) \
             mpi tests.log "$n" "$b/test/gpu/test_cuda_colls"

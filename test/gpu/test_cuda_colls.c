@@ -69,6 +69,22 @@ static hcomm_status_t call_stream(const shape_t *s, const char *send,
     }
 }
 
+/* Waits for the stream, within HCOMM_TIMEOUT and 10 s: a stream-ordered
+ * call that never ends must fail the test, not hang it. */
+static int stream_done(void) {
+    const char *t = getenv("HCOMM_TIMEOUT");
+    double limit = (t ? atof(t) : 60) + 10;
+    double t0 = MPI_Wtime();
+    cudaError_t e;
+    while ((e = cudaStreamQuery(stream)) == cudaErrorNotReady)
+        if (MPI_Wtime() - t0 > limit) {
+            fprintf(stderr, "[rank %d] stream-ordered call still running "
+                            "after %.0f s: giving up\n", rank, limit);
+            MPI_Abort(MPI_COMM_WORLD, 3);
+        }
+    return e == cudaSuccess;
+}
+
 static void *gpu_alloc(size_t bytes, mem_kind_t kind, int is_send) {
     void *p = NULL;
     cudaError_t e;
@@ -113,8 +129,7 @@ static void run_case(const shape_t *s, hcomm_comm_t comm, mem_kind_t kind,
             st = call_blocking(s, send, recv, comm);
         } else if (mode == MODE_STREAM) {
             st = call_stream(s, send, recv, comm);
-            if (cudaStreamSynchronize(stream) != cudaSuccess)
-                st = HCOMM_ERR_INTERNAL;
+            if (!stream_done()) st = HCOMM_ERR_TIMEOUT;
             hcomm_status_t async = HCOMM_SUCCESS;
             hcomm_comm_get_async_error(comm, &async);
             if (st == HCOMM_SUCCESS) st = async;
@@ -229,7 +244,7 @@ static void test_split_and_p2p(hcomm_comm_t world) {
                 CHECK_OK(
                     hcomm_send_stream(d, n, HCOMM_INT32, to, 7, world, stream));
             }
-            cudaStreamSynchronize(stream);
+            stream_done();
         } else {
             hcomm_request_t rq, sq;
             CHECK_OK(hcomm_irecv(in, n, HCOMM_INT32, from, 7, world, &rq));
