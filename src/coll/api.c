@@ -226,9 +226,11 @@ static hcomm_status_t run_node_stages(const call_t *k, hcomm_comm_impl_t *c) {
 }
 
 /* A stream-ordered call: the program's stream waits for it, and the
- * progress thread runs it once the stream's earlier work is done. The wait
- * is enqueued first: the request may end (and be freed by that thread) as
- * soon as it starts. */
+ * progress thread runs it once the stream's earlier work is done. Order
+ * matters: everything that may wait for the GPU (starting the thread and
+ * binding it to the device, allocating scratch and staging) happens before
+ * the stream is made to wait, and the request is handed over last (the
+ * thread may end and free it at once). */
 static hcomm_status_t start_on_stream(const call_t *k, hcomm_comm_impl_t *c,
                                       const hcomm_plan_t *plan,
                                       const hcomm_exec_args_t *ea,
@@ -236,6 +238,7 @@ static hcomm_status_t start_on_stream(const call_t *k, hcomm_comm_impl_t *c,
 #ifdef HAVE_CUDA
     hcomm_status_t st;
     struct hcomm_request *req = NULL;
+    int prepared = 0;
     if (!hcomm_ctx.thread_multiple) {
         st = hcomm_error(HCOMM_ERR_UNSUPPORTED,
                          "%s_stream: stream-ordered calls need MPI at "
@@ -248,17 +251,18 @@ static hcomm_status_t start_on_stream(const call_t *k, hcomm_comm_impl_t *c,
         st = hcomm_error(HCOMM_ERR_NO_MEMORY, "no memory for a request");
         goto fail;
     }
-    if ((st = hcomm_stream_op_begin(&req->stream, ctx, k->stream)) !=
-        HCOMM_SUCCESS)
+    if ((st = hcomm_stream_thread_ready(hcomm_gpu_ctx_device(ctx))) !=
+            HCOMM_SUCCESS ||
+        (st = hcomm_stream_op_begin(&req->stream, ctx, k->stream)) !=
+            HCOMM_SUCCESS)
         goto fail;
-    if ((st = hcomm_stream_op_enqueue_wait(&req->stream)) != HCOMM_SUCCESS ||
-        (st = hcomm_request_start_stream(req, c, k->coll, plan, ea)) !=
-            HCOMM_SUCCESS) {
-        hcomm_stream_op_end(&req->stream);
-        goto fail;
-    }
-    return HCOMM_SUCCESS;
+    st = hcomm_request_prepare_stream(req, c, k->coll, plan, ea);
+    prepared = st == HCOMM_SUCCESS;
+    if (st == HCOMM_SUCCESS) st = hcomm_stream_op_enqueue_wait(&req->stream);
+    if (st == HCOMM_SUCCESS) return hcomm_request_launch_stream(req);
+    hcomm_stream_op_end(&req->stream);
 fail:
+    if (prepared) hcomm_exec_finish(&req->exec);
     free(req);
     hcomm_comm_plan_put(c, plan);
     return st;

@@ -93,6 +93,9 @@ void hcomm_gpu_free(hcomm_gpu_pool_id_t pool, int device, void *ptr,
 /* Bytes each pool holds, cached and in use (hcomm_info, HCOMM_MEMLOG). */
 void hcomm_gpu_pool_usage(hcomm_gpu_pool_id_t pool, size_t *cached,
                           size_t *live);
+/* From now on, buffers this thread gives back stay cached even past the
+ * budget (the progress thread: freeing GPU memory waits for the GPU). */
+void hcomm_gpu_keep_memory_in_this_thread(void);
 /* Frees what the pools cache (hcomm_finalize). */
 void hcomm_gpu_pools_release(void);
 

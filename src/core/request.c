@@ -203,32 +203,32 @@ hcomm_status_t hcomm_request_complete(struct hcomm_request *req) {
 
 /* --- stream-ordered requests (the progress thread) --------------------- */
 
-hcomm_status_t hcomm_request_start_stream(struct hcomm_request *req,
-                                          hcomm_comm_impl_t *comm,
-                                          hcomm_coll_t coll,
-                                          const hcomm_plan_t *plan,
-                                          const hcomm_exec_args_t *args) {
-#ifdef HAVE_CUDA
+hcomm_status_t hcomm_request_prepare_stream(struct hcomm_request *req,
+                                            hcomm_comm_impl_t *comm,
+                                            hcomm_coll_t coll,
+                                            const hcomm_plan_t *plan,
+                                            const hcomm_exec_args_t *args) {
     req->comm = comm;
     req->plan = plan;
     req->coll = coll;
     req->active = 0;
+    req->is_stream = 1;
     req->status = HCOMM_ERR_IN_PROGRESS;
     req->polls = 0;
     req->last_look = 0;
-    if (plan) {
-        hcomm_status_t st = hcomm_exec_start(&req->exec, args);
-        if (st != HCOMM_SUCCESS) return st;
-    }
-    req->is_stream = 1;
+    return plan ? hcomm_exec_start(&req->exec, args) : HCOMM_SUCCESS;
+}
+
+hcomm_status_t hcomm_request_launch_stream(struct hcomm_request *req) {
+#ifdef HAVE_CUDA
     /* before it is listed, so that every advance of this communicator's
      * requests takes its lock from now on */
-    atomic_fetch_add(&comm->streams_inflight, 1);
+    atomic_fetch_add(&req->comm->streams_inflight, 1);
     atomic_fetch_add(&stream_count, 1);
     list_add(req);
     return hcomm_stream_kick();
 #else
-    (void)req, (void)comm, (void)coll, (void)plan, (void)args;
+    (void)req;
     return HCOMM_ERR_UNSUPPORTED;
 #endif
 }

@@ -45,13 +45,16 @@ hcomm_status_t hcomm_request_complete(struct hcomm_request *req);
  * to back for HCOMM_TIMEOUT, so that a loop of tests ends too. */
 hcomm_status_t hcomm_request_test(struct hcomm_request *req);
 
-/* A stream-ordered request (req->stream begun): it joins the running list
- * and the progress thread takes it from there. */
-hcomm_status_t hcomm_request_start_stream(struct hcomm_request *req,
-                                          hcomm_comm_impl_t *comm,
-                                          hcomm_coll_t coll,
-                                          const hcomm_plan_t *plan,
-                                          const hcomm_exec_args_t *args);
+/* A stream-ordered request (req->stream begun) in two steps: prepare
+ * takes every resource it will need (the progress thread must not allocate
+ * GPU memory while the program's stream waits: allocations may wait for
+ * that stream), launch hands it to the progress thread. */
+hcomm_status_t hcomm_request_prepare_stream(struct hcomm_request *req,
+                                            hcomm_comm_impl_t *comm,
+                                            hcomm_coll_t coll,
+                                            const hcomm_plan_t *plan,
+                                            const hcomm_exec_args_t *args);
+hcomm_status_t hcomm_request_launch_stream(struct hcomm_request *req);
 /* The progress thread's pass: advances every running request, ends and
  * frees the stream-ordered ones that are over (or timed out); *moved is
  * set when one ended. Returns how many stream requests are still running. */

@@ -26,6 +26,7 @@ static uint32_t free_slots[SLOTS];
 static int nfree = -1; /* -1: not set up yet */
 static pthread_t thread;
 static int running, stopping;
+static int bound = -1, want_device = -1; /* the thread's GPU */
 static atomic_int kicked;
 
 static hcomm_status_t slots_ready_locked(void) {
@@ -109,8 +110,20 @@ void hcomm_stream_op_end(hcomm_stream_op_t *op) {
 static void *progress_main(void *arg) {
     (void)arg;
     unsigned idle = 0;
+    /* Never give GPU memory back from here (cudaFree waits for the GPU,
+     * and a program's stream may be waiting for this thread). */
+    hcomm_gpu_keep_memory_in_this_thread();
     pthread_mutex_lock(&lock);
     while (!stopping) {
+        if (bound != want_device) {
+            int d = want_device;
+            pthread_mutex_unlock(&lock);
+            int ok = hcomm_gpu_use_device(d) >= 0;
+            pthread_mutex_lock(&lock);
+            bound = ok ? d : -2;
+            pthread_cond_broadcast(&wake);
+            continue;
+        }
         if (!atomic_load(&kicked)) {
             pthread_cond_wait(&wake, &lock);
             continue;
@@ -134,21 +147,39 @@ static void *progress_main(void *arg) {
     return NULL;
 }
 
-hcomm_status_t hcomm_stream_kick(void) {
+hcomm_status_t hcomm_stream_thread_ready(int device) {
     hcomm_status_t st = HCOMM_SUCCESS;
     pthread_mutex_lock(&lock);
-    atomic_store(&kicked, 1);
     if (!running) {
         stopping = 0;
+        bound = -1;
         if (pthread_create(&thread, NULL, progress_main, NULL) == 0)
             running = 1;
         else
             st = hcomm_error(HCOMM_ERR_NO_MEMORY,
                              "cannot start the progress thread");
     }
-    pthread_cond_signal(&wake);
+    if (st == HCOMM_SUCCESS && bound != device) {
+        want_device = device;
+        pthread_cond_broadcast(&wake);
+        while (bound != device && bound != -2)
+            pthread_cond_wait(&wake, &lock);
+        if (bound != device) {
+            bound = -1;
+            st = hcomm_error(HCOMM_ERR_INTERNAL,
+                             "the progress thread cannot use GPU %d", device);
+        }
+    }
     pthread_mutex_unlock(&lock);
     return st;
+}
+
+hcomm_status_t hcomm_stream_kick(void) {
+    pthread_mutex_lock(&lock);
+    atomic_store(&kicked, 1);
+    pthread_cond_broadcast(&wake);
+    pthread_mutex_unlock(&lock);
+    return HCOMM_SUCCESS;
 }
 
 void hcomm_stream_shutdown(void) {
@@ -156,7 +187,8 @@ void hcomm_stream_shutdown(void) {
     int was = running;
     stopping = 1;
     running = 0;
-    pthread_cond_signal(&wake);
+    bound = want_device = -1;
+    pthread_cond_broadcast(&wake);
     pthread_mutex_unlock(&lock);
     if (was) pthread_join(thread, NULL);
 }

@@ -40,7 +40,11 @@ hcomm_status_t hcomm_stream_op_enqueue_wait(hcomm_stream_op_t *op);
 int hcomm_stream_op_input_ready(hcomm_stream_op_t *op);
 /* Lets the program's stream go on; the op is then over. */
 void hcomm_stream_op_end(hcomm_stream_op_t *op);
-/* Wakes the progress thread (starting it the first time). */
+/* Starts the progress thread if needed and returns once it has made
+ * device's context current (which may wait for the GPU: before any stream
+ * waits for it). */
+hcomm_status_t hcomm_stream_thread_ready(int device);
+/* Wakes the progress thread. */
 hcomm_status_t hcomm_stream_kick(void);
 /* Stops the thread (hcomm_finalize, after every request has ended). */
 void hcomm_stream_shutdown(void);

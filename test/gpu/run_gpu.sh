@@ -10,7 +10,7 @@
 # device tool's call names them in carry:
 #   carry: .devdeps configure Makefile.in config.h.in aclocal.m4 build-aux
 # Tests run several ranks on the one GPU under MPS, and once without it
-# (correct, slower). HCOMM_GPU_RANKS overrides the rank counts.
+# (correct, slower). GPU_RANKS overrides the rank counts.
 set -u
 cd "$(dirname "$0")/../.."
 src=$PWD
@@ -66,7 +66,7 @@ fi
 mpi() { # mpi LOG NP CMD...
     local log=$1 np=$2
     shift 2
-    run "$log" ${HCOMM_GPU_RUN_LIMIT:-150} mpirun $mpirun_flags -np "$np" "$@"
+    run "$log" ${GPU_RUN_LIMIT:-150} mpirun $mpirun_flags -np "$np" "$@"
 }
 
 if [[ $stages == *kernels* ]]; then
@@ -84,7 +84,7 @@ fi
 if [[ $stages == *test* ]]; then
     note "tests"
     mps_on
-    for n in ${HCOMM_GPU_RANKS:-1 2 3 4}; do
+    for n in ${GPU_RANKS:-1 2 3 4}; do
         HCOMM_TEST_GPU_QUICK=$([ "$n" = 2 ] || [ "$n" = 4 ] && echo 0 || echo 1) \
             mpi tests.log "$n" "$b/test/gpu/test_cuda_colls"
     done
