@@ -172,7 +172,7 @@ static int exec_pass(hcomm_exec_t *ex, int may_skip) {
         hcomm_tp_req_t *req = &ex->reqs[i];
         req->done = 0;
         req->status = HCOMM_SUCCESS;
-        req->on_device = 0;
+        req->mem = HCOMM_TP_MEM_HOST;
         hcomm_status_t st = step_start(ex, i);
         if (st != HCOMM_SUCCESS) {
             ex->status = st;

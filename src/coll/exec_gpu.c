@@ -113,7 +113,7 @@ static hcomm_status_t post(hcomm_exec_t *ex, uint32_t i, void *buf,
     const hcomm_step_t *s = &ex->plan->steps[i];
     hcomm_tp_req_t *req = &ex->reqs[i];
     size_t bytes = s->count * ex->esize;
-    req->on_device = (uint8_t)on_device;
+    req->mem = on_device ? HCOMM_TP_MEM_CUDA : HCOMM_TP_MEM_HOST;
     ex->gstep[i].phase = (uint8_t)phase;
     if (s->kind == HCOMM_STEP_SEND)
         return ex->tp->ops->isend(ex->tp, s->peer, buf, bytes, step_tag(ex, s),

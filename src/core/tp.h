@@ -25,12 +25,22 @@ typedef struct {
 typedef struct hcomm_tp_req {
     volatile int done;
     hcomm_status_t status;
-    /* Set by the owner before isend/irecv: 1 when the buffer is CUDA device
-     * memory (only posted to a transport with device_ok). */
-    uint8_t on_device;
+    /* Set by the owner before isend/irecv: what the buffer is, when known
+     * (hcomm_tp_mem_t), so the transport need not find out. */
+    uint8_t mem;
     void *handle;          /* transport-private */
     uint64_t handle_store; /* transport-private (an MPI_Request, UCX state) */
 } hcomm_tp_req_t;
+
+/* HCOMM_TP_MEM_HOST matters with UCX built with CUDA: memory it would
+ * otherwise take for CUDA memory (pinned staging) then never goes through
+ * its CUDA paths, some of which wait for the whole GPU (cuIpcCloseMemHandle
+ * in its IPC cache), while a program's stream may wait for the call. */
+typedef enum {
+    HCOMM_TP_MEM_UNKNOWN = 0, /* the transport finds out */
+    HCOMM_TP_MEM_HOST,        /* CPU-accessible memory */
+    HCOMM_TP_MEM_CUDA         /* device memory (transports with device_ok) */
+} hcomm_tp_mem_t;
 
 struct hcomm_tp;
 

@@ -88,6 +88,15 @@ static hcomm_status_t ucx_post_failed(hcomm_tp_req_t *req, const char *what,
                        what, bytes, peer, ucs_status_string(st));
 }
 
+/* What HCOMM knows of the buffer spares UCX finding out (and keeps staging
+ * buffers off its CUDA paths: tp.h). */
+static inline void ucx_set_memory_type(ucp_request_param_t *p, uint8_t mem) {
+    if (mem == HCOMM_TP_MEM_UNKNOWN) return;
+    p->op_attr_mask |= UCP_OP_ATTR_FIELD_MEMORY_TYPE;
+    p->memory_type =
+        mem == HCOMM_TP_MEM_CUDA ? UCS_MEMORY_TYPE_CUDA : UCS_MEMORY_TYPE_HOST;
+}
+
 static hcomm_status_t ucx_isend(hcomm_tp_t *tp, int peer, const void *buf,
                                 size_t bytes, hcomm_tag_t tag,
                                 hcomm_tp_req_t *req) {
@@ -106,10 +115,7 @@ static hcomm_status_t ucx_isend(hcomm_tp_t *tp, int peer, const void *buf,
     p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
     p.cb.send = ucx_send_cb;
     p.user_data = req;
-    if (req->on_device) { /* spares UCX finding out */
-        p.op_attr_mask |= UCP_OP_ATTR_FIELD_MEMORY_TYPE;
-        p.memory_type = UCS_MEMORY_TYPE_CUDA;
-    }
+    ucx_set_memory_type(&p, req->mem);
     sp = ucp_tag_send_nbx(c->eps[peer], buf, bytes,
                           c->send_base | hcomm_ucx_tag_low(tag), &p);
     if (__builtin_expect(sp == NULL, 1)) { /* completed immediately */
@@ -141,10 +147,7 @@ static hcomm_status_t ucx_irecv(hcomm_tp_t *tp, int peer, void *buf,
     p.op_attr_mask = c->recv_attr;
     p.cb.recv = ucx_recv_cb;
     p.user_data = req;
-    if (req->on_device) {
-        p.op_attr_mask |= UCP_OP_ATTR_FIELD_MEMORY_TYPE;
-        p.memory_type = UCS_MEMORY_TYPE_CUDA;
-    }
+    ucx_set_memory_type(&p, req->mem);
     p.recv_info.tag_info = &info;
     sp = ucp_tag_recv_nbx(
         c->worker, buf, bytes,
