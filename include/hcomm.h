@@ -199,14 +199,12 @@ HCOMM_API hcomm_status_t hcomm_irecv(void *buf, size_t count,
 /* --- stream-ordered calls (GPU) --------------------------------------- */
 
 /* The same collectives ordered on a CUDA stream (stream: a cudaStream_t,
- * NULL for the legacy default stream), as NCCL's: the call starts once the
- * work enqueued on stream before it has run, the stream's later work waits
- * for its result, and the call returns at once. Buffers may be device,
- * managed or host memory. A progress thread drives these calls; it needs
- * MPI_THREAD_MULTIPLE (which hcomm_init asks for when it initialises MPI).
- * A failure is reported later: the communicator is then broken (every call
- * on it fails) and hcomm_comm_get_async_error returns the error. HCOMM
- * built without CUDA returns HCOMM_ERR_UNSUPPORTED. */
+ * NULL for the legacy default stream): the call starts once the work
+ * enqueued on stream before it has run, and work enqueued after it sees its
+ * result. Buffers may be device, managed or host memory. For now the call
+ * returns once the collective is complete (it waits for the stream's
+ * earlier work first); HCOMM built without CUDA returns
+ * HCOMM_ERR_UNSUPPORTED. */
 HCOMM_API hcomm_status_t hcomm_allreduce_stream(
     const void *sendbuf, void *recvbuf, size_t count, hcomm_dtype_t dtype,
     hcomm_op_t op, hcomm_comm_t comm, void *stream);
@@ -246,10 +244,6 @@ HCOMM_API hcomm_status_t hcomm_recv_stream(void *buf, size_t count,
                                            hcomm_dtype_t dtype, int peer,
                                            int tag, hcomm_comm_t comm,
                                            void *stream);
-/* *error: HCOMM_SUCCESS, or the first failure of a stream-ordered call on
- * comm (hcomm_last_error() then says what it was). */
-HCOMM_API hcomm_status_t hcomm_comm_get_async_error(hcomm_comm_t comm,
-                                                    hcomm_status_t *error);
 
 /* --- requests --------------------------------------------------------- */
 

@@ -225,63 +225,25 @@ static hcomm_status_t run_node_stages(const call_t *k, hcomm_comm_impl_t *c) {
     }
 }
 
-/* A stream-ordered call: the program's stream waits for it, and the
- * progress thread runs it once the stream's earlier work is done. Order
- * matters: everything that may wait for the GPU (starting the thread and
- * binding it to the device, allocating scratch and staging) happens before
- * the stream is made to wait, and the request is handed over last (the
- * thread may end and free it at once). */
-static hcomm_status_t start_on_stream(const call_t *k, hcomm_comm_impl_t *c,
-                                      const hcomm_plan_t *plan,
-                                      const hcomm_exec_args_t *ea,
-                                      struct hcomm_gpu_ctx *ctx) {
+/* The GPU a device call runs on, and its context. */
+static hcomm_status_t gpu_context(hcomm_comm_impl_t *c, call_mem_t *m,
+                                  struct hcomm_gpu_ctx **ctx) {
 #ifdef HAVE_CUDA
-    hcomm_status_t st;
-    struct hcomm_request *req = NULL;
-    int prepared = 0;
-    if (!hcomm_ctx.thread_multiple) {
-        st = hcomm_error(HCOMM_ERR_UNSUPPORTED,
-                         "%s_stream: stream-ordered calls need MPI at "
-                         "MPI_THREAD_MULTIPLE (hcomm_init asks for it when it "
-                         "initialises MPI)",
-                         hcomm_coll_name(k->coll));
-        goto fail;
-    }
-    if (!(req = calloc(1, sizeof(*req)))) {
-        st = hcomm_error(HCOMM_ERR_NO_MEMORY, "no memory for a request");
-        goto fail;
-    }
-    if ((st = hcomm_stream_thread_ready(hcomm_gpu_ctx_device(ctx))) !=
-            HCOMM_SUCCESS ||
-        (st = hcomm_stream_op_begin(&req->stream, ctx, k->stream)) !=
-            HCOMM_SUCCESS)
-        goto fail;
-    st = hcomm_request_prepare_stream(req, c, k->coll, plan, ea);
-    prepared = st == HCOMM_SUCCESS;
-    if (st == HCOMM_SUCCESS) st = hcomm_stream_op_enqueue_wait(&req->stream);
-    if (st == HCOMM_SUCCESS) return hcomm_request_launch_stream(req);
-    hcomm_stream_op_end(&req->stream);
-fail:
-    if (prepared) hcomm_exec_finish(&req->exec);
-    free(req);
-    hcomm_comm_plan_put(c, plan);
-    return st;
-#else
-    (void)k, (void)c, (void)plan, (void)ea, (void)ctx;
-    return HCOMM_ERR_UNSUPPORTED;
-#endif
-}
-
-/* The GPU a device or stream-ordered call runs on, and its context. */
-static hcomm_status_t gpu_context(const call_t *k, hcomm_comm_impl_t *c,
-                                  call_mem_t *m, struct hcomm_gpu_ctx **ctx) {
-#ifdef HAVE_CUDA
-    (void)k;
     if (m->device < 0 && (m->device = hcomm_gpu_current_device()) < 0)
         return HCOMM_ERR_INTERNAL;
+#endif
     return hcomm_comm_gpu(c, m->device, ctx);
+}
+
+/* A stream-ordered call waits for the work enqueued on its stream before
+ * it, then runs like a blocking one: work enqueued after it then finds its
+ * result. (Returning before the result, with the stream made to wait for
+ * the host, deadlocked: UCX's CUDA transports may wait for the whole GPU,
+ * that stream included, while they move the call's data.) */
+static hcomm_status_t stream_inputs_ready(const call_t *k) {
+#ifdef HAVE_CUDA
+    return hcomm_gpu_stream_sync(k->stream);
 #else
-    (void)c, (void)m, (void)ctx;
     return hcomm_error(HCOMM_ERR_UNSUPPORTED,
                        "%s_stream: this HCOMM was built without CUDA",
                        hcomm_coll_name(k->coll));
@@ -310,8 +272,11 @@ static hcomm_status_t run(const call_t *k, hcomm_comm_t comm,
     call_mem_t mem;
     if ((st = classify(k, c, &mem)) != HCOMM_SUCCESS) return st;
     if (k->on_stream && k->count == 0) return HCOMM_SUCCESS;
+    /* Stream-ordered: the stream's earlier work writes the inputs. */
+    if (k->on_stream && (st = stream_inputs_ready(k)) != HCOMM_SUCCESS)
+        return st;
     /* The shared segment and the node stages copy with the CPU. */
-    int host_paths = !mem.on_gpu && !k->on_stream;
+    int host_paths = !mem.on_gpu;
     if (host_paths && c->shm && k->count && !hcomm_select_is_forced(k->coll)) {
         hcomm_shm_algo_t direct =
             hcomm_shm_select(c->shm, k->coll, k->count * esize);
@@ -328,8 +293,7 @@ static hcomm_status_t run(const call_t *k, hcomm_comm_t comm,
         hcomm_hier_node_applies(c, k->coll, algo, k->count * esize))
         return run_node_stages(k, c);
     struct hcomm_gpu_ctx *ctx = NULL;
-    if ((mem.on_gpu || k->on_stream) &&
-        (st = gpu_context(k, c, &mem, &ctx)) != HCOMM_SUCCESS)
+    if (mem.on_gpu && (st = gpu_context(c, &mem, &ctx)) != HCOMM_SUCCESS)
         return st;
     hcomm_plan_args_t pa = {.coll = k->coll,
                             .rank = c->rank,
@@ -360,7 +324,6 @@ static hcomm_status_t run(const call_t *k, hcomm_comm_t comm,
                             .recv_on_device = mem.recv_dev,
                             .gpu_direct = c->tp->device_ok &&
                                           !hcomm_ctx.cuda_staging_forced};
-    if (k->on_stream) return start_on_stream(k, c, plan, &ea, ctx);
 
     struct hcomm_request on_stack, *req = new_request(out, &on_stack);
     if (!req) {

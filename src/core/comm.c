@@ -118,7 +118,6 @@ static hcomm_status_t create_from(MPI_Comm parent, hcomm_comm_t *out) {
     hcomm_status_t st = HCOMM_ERR_NO_MEMORY;
     int have_id = 0, ucx_everywhere = 0;
     if (!c) goto fail;
-    pthread_mutex_init(&c->progress_lock, NULL);
     c->mpi_comm = MPI_COMM_NULL;
     if (PMPI_Comm_dup(parent, &c->mpi_comm) != MPI_SUCCESS) {
         st = hcomm_error(HCOMM_ERR_TRANSPORT, "MPI_Comm_dup failed");
@@ -150,7 +149,6 @@ fail:
         hcomm_topo_free(c->topo);
         if (have_id) release_id(c->id);
         if (c->mpi_comm != MPI_COMM_NULL) PMPI_Comm_free(&c->mpi_comm);
-        pthread_mutex_destroy(&c->progress_lock);
         free(c);
     }
     return st;
@@ -227,7 +225,6 @@ static void destroy(hcomm_comm_impl_t *c) {
     table[c->id] = NULL;
     release_id(c->id);
     PMPI_Comm_free(&c->mpi_comm);
-    pthread_mutex_destroy(&c->progress_lock);
     free(c);
 }
 
@@ -357,29 +354,4 @@ hcomm_status_t hcomm_comm_gpu(hcomm_comm_impl_t *c, int device,
     (void)c, (void)device, (void)ctx;
     return hcomm_error(HCOMM_ERR_UNSUPPORTED, "HCOMM was built without CUDA");
 #endif
-}
-
-void hcomm_comm_set_async_error(hcomm_comm_impl_t *c, hcomm_status_t st,
-                                const char *message) {
-    pthread_mutex_lock(&c->progress_lock);
-    if (c->async_error == HCOMM_SUCCESS) {
-        c->async_error = st;
-        snprintf(c->async_message, sizeof(c->async_message), "%s", message);
-    }
-    c->broken = st;
-    pthread_mutex_unlock(&c->progress_lock);
-}
-
-hcomm_status_t hcomm_comm_get_async_error(hcomm_comm_t comm,
-                                          hcomm_status_t *error) {
-    hcomm_comm_impl_t *c;
-    hcomm_status_t st = check_ready(error);
-    if (st == HCOMM_SUCCESS) st = hcomm_comm_lookup(comm, &c);
-    if (st != HCOMM_SUCCESS) return st;
-    pthread_mutex_lock(&c->progress_lock);
-    *error = c->async_error;
-    if (c->async_error != HCOMM_SUCCESS)
-        hcomm_error(c->async_error, "%s", c->async_message);
-    pthread_mutex_unlock(&c->progress_lock);
-    return HCOMM_SUCCESS;
 }

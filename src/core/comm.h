@@ -7,7 +7,6 @@
 #include "core/tp.h"
 
 #include <mpi.h>
-#include <pthread.h>
 #include <stdatomic.h>
 
 #define HCOMM_PLAN_CACHE_SIZE 16
@@ -45,15 +44,6 @@ typedef struct hcomm_comm_impl {
     /* Calls on device memory: streams and events on the communicator's
      * GPU (made by the first such call). */
     struct hcomm_gpu_ctx *gpu;
-    /* Stream-ordered requests in flight, and the lock that their progress
-     * thread and the program's threads take to advance this
-     * communicator's requests while there are any (request.c). */
-    atomic_int streams_inflight;
-    pthread_mutex_t progress_lock;
-    /* The first failure of a stream-ordered call, for
-     * hcomm_comm_get_async_error. */
-    hcomm_status_t async_error;
-    char async_message[256];
     uint64_t uses;
     int inflight; /* requests started and not yet completed */
     hcomm_plan_slot_t plans[HCOMM_PLAN_CACHE_SIZE];
@@ -76,9 +66,6 @@ void hcomm_comm_plan_put(hcomm_comm_impl_t *c, const hcomm_plan_t *plan);
  * (made on first use; a communicator serves one GPU). */
 hcomm_status_t hcomm_comm_gpu(hcomm_comm_impl_t *c, int device,
                               struct hcomm_gpu_ctx **ctx);
-/* Records the first asynchronous failure and breaks the communicator. */
-void hcomm_comm_set_async_error(hcomm_comm_impl_t *c, hcomm_status_t st,
-                                const char *message);
 
 /* Frees every communicator still alive (hcomm_finalize). */
 void hcomm_comm_free_all(void);

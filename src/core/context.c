@@ -5,14 +5,10 @@
 #include "core/config.h"
 #include "core/gpu.h"
 #include "core/log.h"
-#include "core/request.h"
-#include "core/stream.h"
 #include "ucx_tp/ucx_tp.h"
 
 #include <mpi.h>
-#include <sched.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 hcomm_context_t hcomm_ctx = {.lock = PTHREAD_MUTEX_INITIALIZER,
@@ -35,22 +31,7 @@ static long auto_spin_count(void) {
     return local > cores ? 0 : 20000;
 }
 
-/* Stream-ordered calls still running end first (their streams wait for
- * them), within the timeout. */
-static void end_stream_calls(void) {
-    double limit = hcomm_cfg_double(HCOMM_CFG_TIMEOUT);
-    struct timespec t0, t;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
-    while (hcomm_request_streams_in_flight() > 0) {
-        sched_yield();
-        clock_gettime(CLOCK_MONOTONIC, &t);
-        if ((double)(t.tv_sec - t0.tv_sec) > limit) break;
-    }
-    hcomm_stream_shutdown();
-}
-
 static void teardown(void) {
-    end_stream_calls();
     hcomm_comm_free_all();
     if (hcomm_ctx.probe_comm != MPI_COMM_NULL)
         PMPI_Comm_free(&hcomm_ctx.probe_comm);

@@ -43,16 +43,6 @@ static inline int hcomm_memtype_gpu_access(hcomm_memtype_t t) {
     return t != HCOMM_MEM_HOST;
 }
 
-/* Entry points of the driver API that the CUDA paths need beyond the
- * runtime: stream memory operations and IPC. NULL without a driver. */
-typedef struct {
-    int (*stream_write_value32)(void *stream, unsigned long long addr,
-                                unsigned value, unsigned flags);
-    int (*stream_wait_value32)(void *stream, unsigned long long addr,
-                               unsigned value, unsigned flags);
-} hcomm_cu_api_t;
-extern hcomm_cu_api_t hcomm_cu;
-
 #ifdef HAVE_CUDA
 
 /* Per communicator and device: the streams a call on device memory runs on
@@ -93,9 +83,6 @@ void hcomm_gpu_free(hcomm_gpu_pool_id_t pool, int device, void *ptr,
 /* Bytes each pool holds, cached and in use (hcomm_info, HCOMM_MEMLOG). */
 void hcomm_gpu_pool_usage(hcomm_gpu_pool_id_t pool, size_t *cached,
                           size_t *live);
-/* From now on, buffers this thread gives back stay cached even past the
- * budget (the progress thread: freeing GPU memory waits for the GPU). */
-void hcomm_gpu_keep_memory_in_this_thread(void);
 /* Frees what the pools cache (hcomm_finalize). */
 void hcomm_gpu_pools_release(void);
 

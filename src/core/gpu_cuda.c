@@ -185,11 +185,7 @@ typedef struct {
 } gpu_pool_t;
 
 static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
-static _Thread_local int keep_all;
 
-void hcomm_gpu_keep_memory_in_this_thread(void) {
-    keep_all = 1;
-}
 /* [0]: pinned host; [1 + device]: device memory of that GPU. */
 static gpu_pool_t pools[1 + POOL_DEVICES];
 
@@ -266,7 +262,7 @@ void hcomm_gpu_free(hcomm_gpu_pool_id_t id, int device, void *ptr,
     size_t budget = (size_t)hcomm_cfg_int(HCOMM_CFG_BUFFER_POOL_SIZE);
     pthread_mutex_lock(&pool_lock);
     p->live -= cb;
-    int keep = node && (p->cached + cb <= budget || keep_all);
+    int keep = node && p->cached + cb <= budget;
     if (keep) {
         node->ptr = ptr;
         node->next = p->free_list[cls];

@@ -21,7 +21,6 @@ enum {
 };
 
 int hcomm_gpu_present;
-hcomm_cu_api_t hcomm_cu;
 
 static struct {
     void *lib;
@@ -33,9 +32,8 @@ static struct {
                               unsigned long long ptr);
 } drv;
 
-static void *sym(const char *name, const char *fallback) {
-    void *f = dlsym(drv.lib, name);
-    return f || !fallback ? f : dlsym(drv.lib, fallback);
+static void *sym(const char *name) {
+    return dlsym(drv.lib, name);
 }
 
 void hcomm_gpu_init(void) {
@@ -47,15 +45,11 @@ void hcomm_gpu_init(void) {
         hcomm_debug("gpu: no CUDA driver (%s)", dlerror());
         return;
     }
-    *(void **)&init = sym("cuInit", NULL);
-    *(void **)&count = sym("cuDeviceGetCount", NULL);
-    *(void **)&drv.ctx_get_current = sym("cuCtxGetCurrent", NULL);
-    *(void **)&drv.primary_ctx_state = sym("cuDevicePrimaryCtxGetState", NULL);
-    *(void **)&drv.pointer_attributes = sym("cuPointerGetAttributes", NULL);
-    *(void **)&hcomm_cu.stream_write_value32 =
-        sym("cuStreamWriteValue32_v2", "cuStreamWriteValue32");
-    *(void **)&hcomm_cu.stream_wait_value32 =
-        sym("cuStreamWaitValue32_v2", "cuStreamWaitValue32");
+    *(void **)&init = sym("cuInit");
+    *(void **)&count = sym("cuDeviceGetCount");
+    *(void **)&drv.ctx_get_current = sym("cuCtxGetCurrent");
+    *(void **)&drv.primary_ctx_state = sym("cuDevicePrimaryCtxGetState");
+    *(void **)&drv.pointer_attributes = sym("cuPointerGetAttributes");
     if (!init || !count || !drv.ctx_get_current || !drv.primary_ctx_state ||
         !drv.pointer_attributes || init(0) != 0 || count(&drv.ndevices) != 0 ||
         drv.ndevices <= 0) {
@@ -73,7 +67,6 @@ void hcomm_gpu_finalize(void) {
     /* The driver stays loaded: the CUDA runtime and the program share it. */
     drv.lib = NULL;
     atomic_store(&drv.in_use, 0);
-    hcomm_cu = (hcomm_cu_api_t){0};
 }
 
 /* Until the process has a CUDA context, no buffer can be CUDA memory: a

@@ -2,7 +2,6 @@
 #include "core/request.h"
 #include "core/config.h"
 #include "core/context.h"
-#include "core/gpu.h"
 #include "core/log.h"
 
 #include <math.h>
@@ -17,7 +16,6 @@
 static pthread_mutex_t active_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct hcomm_request *active_head;
 static atomic_int active_count;
-static atomic_int stream_count; /* stream-ordered requests running */
 
 static double now_seconds(void) {
     struct timespec ts;
@@ -38,7 +36,9 @@ static void list_add(struct hcomm_request *req) {
     pthread_mutex_unlock(&active_lock);
 }
 
-static void unlink_locked(struct hcomm_request *req) {
+static void list_remove(struct hcomm_request *req) {
+    if (!req->active) return;
+    pthread_mutex_lock(&active_lock);
     if (req->prev)
         req->prev->next = req->next;
     else
@@ -47,31 +47,13 @@ static void unlink_locked(struct hcomm_request *req) {
     req->active = 0;
     req->comm->inflight--;
     atomic_fetch_sub(&active_count, 1);
-}
-
-static void list_remove(struct hcomm_request *req) {
-    if (!req->active) return;
-    pthread_mutex_lock(&active_lock);
-    unlink_locked(req);
     pthread_mutex_unlock(&active_lock);
 }
 
-/* While a communicator has stream-ordered requests, the progress thread
- * drives them: its lock keeps that thread and the program's from advancing
- * two requests of one communicator at once (their shared state, such as
- * the shared segment's, is not made for it). */
 static void advance(struct hcomm_request *req) {
-    if (req->status != HCOMM_ERR_IN_PROGRESS) return;
-#ifdef HAVE_CUDA
-    if (req->is_stream && !hcomm_stream_op_input_ready(&req->stream)) return;
-#endif
-    hcomm_comm_impl_t *c = req->comm;
-    int guard =
-        atomic_load_explicit(&c->streams_inflight, memory_order_acquire) > 0;
-    if (guard && pthread_mutex_trylock(&c->progress_lock) != 0) return;
-    req->status = req->plan ? hcomm_exec_progress(&req->exec)
-                            : hcomm_shm_op_progress(&req->direct);
-    if (guard) pthread_mutex_unlock(&c->progress_lock);
+    if (req->status == HCOMM_ERR_IN_PROGRESS)
+        req->status = req->plan ? hcomm_exec_progress(&req->exec)
+                                : hcomm_shm_op_progress(&req->direct);
 }
 
 /* Progresses req unless another thread is doing so right now (only a
@@ -86,11 +68,10 @@ static void progress_one(struct hcomm_request *req) {
     atomic_flag_clear(&req->busy);
 }
 
-/* Stream-ordered requests are the progress thread's alone. */
 static void progress_others(struct hcomm_request *self) {
     if (pthread_mutex_trylock(&active_lock) != 0) return;
     for (struct hcomm_request *r = active_head; r; r = r->next)
-        if (r != self && !r->is_stream) progress_one(r);
+        if (r != self) progress_one(r);
     pthread_mutex_unlock(&active_lock);
 }
 
@@ -102,7 +83,6 @@ hcomm_status_t hcomm_request_start(struct hcomm_request *req,
     req->comm = comm;
     req->plan = plan;
     req->coll = coll;
-    req->is_stream = 0;
     req->active = 0;
     req->status = HCOMM_ERR_IN_PROGRESS;
     req->polls = 0;
@@ -200,107 +180,6 @@ hcomm_status_t hcomm_request_complete(struct hcomm_request *req) {
                     req->comm->rank, hcomm_strerror(st));
     return st;
 }
-
-/* --- stream-ordered requests (the progress thread) --------------------- */
-
-hcomm_status_t hcomm_request_prepare_stream(struct hcomm_request *req,
-                                            hcomm_comm_impl_t *comm,
-                                            hcomm_coll_t coll,
-                                            const hcomm_plan_t *plan,
-                                            const hcomm_exec_args_t *args) {
-    req->comm = comm;
-    req->plan = plan;
-    req->coll = coll;
-    req->active = 0;
-    req->is_stream = 1;
-    req->status = HCOMM_ERR_IN_PROGRESS;
-    req->polls = 0;
-    req->last_look = 0;
-    return plan ? hcomm_exec_start(&req->exec, args) : HCOMM_SUCCESS;
-}
-
-hcomm_status_t hcomm_request_launch_stream(struct hcomm_request *req) {
-#ifdef HAVE_CUDA
-    /* before it is listed, so that every advance of this communicator's
-     * requests takes its lock from now on */
-    atomic_fetch_add(&req->comm->streams_inflight, 1);
-    atomic_fetch_add(&stream_count, 1);
-    list_add(req);
-    return hcomm_stream_kick();
-#else
-    (void)req;
-    return HCOMM_ERR_UNSUPPORTED;
-#endif
-}
-
-int hcomm_request_streams_in_flight(void) {
-    return atomic_load(&stream_count);
-}
-
-#ifdef HAVE_CUDA
-/* A stream request's clock starts when its input is there: time spent
- * waiting for the program's own stream is not a peer's fault. */
-static void stream_tick(struct hcomm_request *req) {
-    if (!req->stream.in_ready || (++req->polls & 63) != 0) return;
-    double t = now_seconds();
-    if (req->last_look == 0) req->waiting_since = t;
-    req->last_look = t;
-    if (t - req->waiting_since > hcomm_cfg_double(HCOMM_CFG_TIMEOUT))
-        timed_out(req, t - req->waiting_since);
-}
-
-/* Ends a stream request taken off the list: releases it, records a failure
- * for hcomm_comm_get_async_error, and lets the program's stream go on. */
-static void end_stream(struct hcomm_request *req) {
-    hcomm_comm_impl_t *c = req->comm;
-    hcomm_status_t st = req->status;
-    release(req);
-    if (st != HCOMM_SUCCESS) {
-        if (st != HCOMM_ERR_TIMEOUT)
-            hcomm_error(st,
-                        "%s (sequence %u, stream-ordered) failed on rank "
-                        "%d: %s",
-                        hcomm_coll_name(req->coll), request_seq(req), c->rank,
-                        hcomm_strerror(st));
-        hcomm_comm_set_async_error(c, st, hcomm_last_error());
-    }
-    hcomm_stream_op_end(&req->stream);
-    atomic_fetch_sub(&c->streams_inflight, 1);
-    atomic_fetch_sub(&stream_count, 1);
-    free(req);
-}
-
-int hcomm_request_progress_streams(int *moved) {
-    struct hcomm_request *ended = NULL;
-    pthread_mutex_lock(&active_lock);
-    for (struct hcomm_request *r = active_head, *next; r; r = next) {
-        next = r->next;
-        if (!r->is_stream) continue;
-        /* kernels go to streams of the request's GPU */
-        hcomm_gpu_use_device(hcomm_gpu_ctx_device(r->stream.ctx));
-        progress_one(r);
-        if (r->status == HCOMM_ERR_IN_PROGRESS) stream_tick(r);
-        if (r->status == HCOMM_ERR_IN_PROGRESS) continue;
-        if (atomic_flag_test_and_set(&r->busy)) continue;
-        unlink_locked(r);
-        r->next = ended;
-        ended = r;
-    }
-    pthread_mutex_unlock(&active_lock);
-    while (ended) {
-        struct hcomm_request *r = ended;
-        ended = r->next;
-        end_stream(r);
-        *moved = 1;
-    }
-    return atomic_load(&stream_count);
-}
-#else
-int hcomm_request_progress_streams(int *moved) {
-    (void)moved;
-    return 0;
-}
-#endif
 
 hcomm_status_t hcomm_wait(hcomm_request_t *request) {
     if (!request)

@@ -6,7 +6,6 @@
 
 #include "coll/exec.h"
 #include "core/comm.h"
-#include "core/stream.h"
 #include "shm_tp/shm.h"
 
 #include <stdatomic.h>
@@ -23,10 +22,6 @@ struct hcomm_request {
     unsigned polls;   /* of the current wait, or tests so far */
     double last_look, waiting_since; /* the clock, for the timeout */
     struct hcomm_request *prev, *next;
-    /* Stream-ordered (hcomm_*_stream): owned and ended by the progress
-     * thread, not by the program. */
-    int is_stream;
-    hcomm_stream_op_t stream;
 };
 
 /* Starts plan on comm (or, with plan NULL, the direct call already set up
@@ -44,21 +39,5 @@ hcomm_status_t hcomm_request_complete(struct hcomm_request *req);
  * request is then released); HCOMM_ERR_TIMEOUT once tests have come back
  * to back for HCOMM_TIMEOUT, so that a loop of tests ends too. */
 hcomm_status_t hcomm_request_test(struct hcomm_request *req);
-
-/* A stream-ordered request (req->stream begun) in two steps: prepare
- * takes every resource it will need (the progress thread must not allocate
- * GPU memory while the program's stream waits: allocations may wait for
- * that stream), launch hands it to the progress thread. */
-hcomm_status_t hcomm_request_prepare_stream(struct hcomm_request *req,
-                                            hcomm_comm_impl_t *comm,
-                                            hcomm_coll_t coll,
-                                            const hcomm_plan_t *plan,
-                                            const hcomm_exec_args_t *args);
-hcomm_status_t hcomm_request_launch_stream(struct hcomm_request *req);
-/* The progress thread's pass: advances every running request, ends and
- * frees the stream-ordered ones that are over (or timed out); *moved is
- * set when one ended. Returns how many stream requests are still running. */
-int hcomm_request_progress_streams(int *moved);
-int hcomm_request_streams_in_flight(void);
 
 #endif

@@ -292,19 +292,3 @@ extern "C" int hcomm_cuda_copy(void *dst, const void *src, size_t bytes,
     return launch<uint8_t, OpSum>(&a, (cudaStream_t)stream);
 }
 
-namespace {
-// Holds a stream until a word of mapped host memory reaches value (where
-// the driver has no stream memory operations). One thread, sleeping
-// between reads.
-__global__ void wait_value_kernel(const volatile unsigned *word,
-                                  unsigned value) {
-    while ((int)(*word - value) < 0)
-        __nanosleep(2000);
-}
-} // namespace
-
-extern "C" int hcomm_cuda_wait_value(const volatile unsigned *word,
-                                     unsigned value, void *stream) {
-    wait_value_kernel<<<1, 1, 0, (cudaStream_t)stream>>>(word, value);
-    return (int)cudaGetLastError();
-}

@@ -30,11 +30,6 @@ int hcomm_cuda_reduce(void *dst, void *dst2, const void *const *srcs, int nsrc,
 /* dst = src, bytes of device memory, as a kernel (no copy engine). */
 int hcomm_cuda_copy(void *dst, const void *src, size_t bytes, void *stream);
 
-/* Holds stream until *word - value >= 0 (as 32-bit signed): a word of
- * mapped pinned host memory that the host sets. */
-int hcomm_cuda_wait_value(const volatile unsigned *word, unsigned value,
-                          void *stream);
-
 #ifdef __cplusplus
 }
 #endif

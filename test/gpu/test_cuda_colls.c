@@ -78,8 +78,10 @@ static int stream_done(void) {
     cudaError_t e;
     while ((e = cudaStreamQuery(stream)) == cudaErrorNotReady)
         if (MPI_Wtime() - t0 > limit) {
-            fprintf(stderr, "[rank %d] stream-ordered call still running "
-                            "after %.0f s: giving up\n", rank, limit);
+            fprintf(stderr,
+                    "[rank %d] stream-ordered call still running "
+                    "after %.0f s: giving up\n",
+                    rank, limit);
             MPI_Abort(MPI_COMM_WORLD, 3);
         }
     return e == cudaSuccess;
@@ -130,9 +132,6 @@ static void run_case(const shape_t *s, hcomm_comm_t comm, mem_kind_t kind,
         } else if (mode == MODE_STREAM) {
             st = call_stream(s, send, recv, comm);
             if (!stream_done()) st = HCOMM_ERR_TIMEOUT;
-            hcomm_status_t async = HCOMM_SUCCESS;
-            hcomm_comm_get_async_error(comm, &async);
-            if (st == HCOMM_SUCCESS) st = async;
         } else {
             bufs_t dev = b;
             dev.send = send;
