@@ -14,7 +14,6 @@
 #include "coll/exec.h"
 #include "core/gpu.h"
 #include "core/log.h"
-#include "core/pool.h"
 #include "kernels/reduce_cuda.h"
 
 #include <stdlib.h>
@@ -148,11 +147,8 @@ hcomm_status_t hcomm_exec_gpu_step_start(hcomm_exec_t *ex, uint32_t i) {
 static void drop_stage(hcomm_exec_t *ex, uint32_t i) {
     hcomm_exec_gpu_step_t *g = &ex->gstep[i];
     if (!g->stage) return;
-    if (ex->tp->device_ok)
-        hcomm_pool_put(ex->pool, g->stage);
-    else
-        hcomm_gpu_free(HCOMM_GPU_POOL_PINNED, -1, g->stage,
-                       ex->plan->steps[i].count * ex->esize);
+    hcomm_gpu_free(HCOMM_GPU_POOL_PINNED, -1, g->stage,
+                   ex->plan->steps[i].count * ex->esize);
     g->stage = NULL;
 }
 
