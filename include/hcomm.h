@@ -21,6 +21,11 @@
  *    recvbuf == sendbuf + root * count (offsets in elements). Buffers that
  *    overlap in any other way are refused with HCOMM_ERR_INVALID_ARG.
  *
+ * Buffers may be host memory or, built with CUDA, GPU memory (device,
+ * managed or pinned; found per call). The blocking and hcomm_i* forms read
+ * device buffers when called: work that writes them must have completed
+ * (the *_stream forms wait for their stream's earlier work instead).
+ *
  * Collectives on one communicator must be called in the same order on every
  * rank. Calls on different communicators may come from different threads.
  */

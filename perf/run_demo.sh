@@ -3,7 +3,7 @@
 # least 2), HCOMM and MPI_Allreduce side by side. Extra arguments go to
 # hcomm_perf (default: 8 B to 64 MiB, float32 sum).
 set -eu
-perf=${HCOMM_PERF:-$(dirname "$0")/../build/perf/hcomm_perf}
+perf=${PERF_BIN:-$(dirname "$0")/../build/perf/hcomm_perf}
 np=$(nproc)
 [ "$np" -ge 2 ] || np=2
 mpirun=${MPIRUN:-mpirun}
