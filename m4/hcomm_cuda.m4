@@ -44,6 +44,8 @@ AC_DEFUN([HCOMM_CHECK_CUDA], [
     CUDA_CPPFLAGS="-I$hcomm_cuda_dir/include"
     CUDA_LIBS="$hcomm_cuda_libdir/libcudart_static.a -ldl -lrt -lpthread"
     AC_DEFINE([HAVE_CUDA], [1], [Define to 1 when built with CUDA])
+    AC_DEFINE_UNQUOTED([HCOMM_CUDA_ARCH], ["$with_cuda_arch"],
+      [GPU architectures the kernels are built for])
   ])
   AC_MSG_CHECKING([for CUDA])
   AC_MSG_RESULT([$hcomm_have_cuda])

@@ -7,6 +7,7 @@
  *   hcomm_info --env-markdown   the README's table of variables */
 #include "core/comm.h"
 #include "core/config.h"
+#include "core/gpu.h"
 #include "hcomm.h"
 #include "topo/topo.h"
 #include "shm_tp/shm.h"
@@ -35,7 +36,7 @@
 #define HAS_JANSSON "no"
 #endif
 #ifdef HAVE_CUDA
-#define HAS_CUDA "yes"
+#define HAS_CUDA "yes (kernels for sm_" HCOMM_CUDA_ARCH ")"
 #else
 #define HAS_CUDA "no (host memory only)"
 #endif
@@ -59,6 +60,15 @@ static void print_header(void) {
     printf("build: UCX %s, hwloc %s, jansson %s, CUDA %s\n", HAS_UCX, HAS_HWLOC,
            HAS_JANSSON, HAS_CUDA);
     printf("transports built: %s\n", TRANSPORTS);
+    hcomm_gpu_init();
+    printf("GPUs: %d (the CUDA driver's count; device buffers %s)\n",
+           hcomm_gpu_device_count(),
+#ifdef HAVE_CUDA
+           "work in every collective"
+#else
+           "are refused: built without CUDA"
+#endif
+    );
 }
 
 static void append_devs(char *buf, size_t len, const char *what,

@@ -26,6 +26,8 @@ void hcomm_gpu_finalize(void);
 
 /* A driver and at least one device are there (and HCOMM_CUDA is not 0). */
 extern int hcomm_gpu_present;
+/* How many devices the driver shows (0 when none is present). */
+int hcomm_gpu_device_count(void);
 
 /* The memory type of the buffer at p (HOST when no GPU is present or p is
  * NULL); *device is the ordinal of the GPU holding it (-1 for host). */

@@ -109,6 +109,10 @@ hcomm_memtype_t hcomm_gpu_memtype_slow(const void *p, int *device) {
     return memtype == CU_MEMORYTYPE_HOST ? HCOMM_MEM_PINNED : HCOMM_MEM_HOST;
 }
 
+int hcomm_gpu_device_count(void) {
+    return hcomm_gpu_present ? drv.ndevices : 0;
+}
+
 const char *hcomm_memtype_name(hcomm_memtype_t t) {
     static const char *names[HCOMM_MEM_COUNT] = {"host", "pinned host",
                                                  "managed", "device"};
