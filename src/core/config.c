@@ -85,6 +85,13 @@ static const cfg_entry_t table[HCOMM_CFG_COUNT] = {
     {"HCOMM_MEMLOG", CFG_CHOICE, "0", "0|1",
      "1: log on stderr every growth and release of the GPU scratch and "
      "pinned staging pools, with the GPU's free memory."},
+    {"HCOMM_DEBUG_SUBSYS", CFG_STRING, "all", NULL,
+     "Parts whose info, debug and trace lines are logged: all, or a list of "
+     "init, coll, ucx, shm, cuda, topo, mpi (`ucx,shm`); errors and warnings "
+     "are always logged."},
+    {"HCOMM_DEBUG_FILE", CFG_STRING, "", NULL,
+     "Log to this file instead of stderr (appended); %h is replaced by the "
+     "host name, %p by the process id (`/tmp/hcomm.%h.%p.log`)."},
 };
 
 typedef struct {

@@ -25,6 +25,8 @@ typedef enum {
     HCOMM_CFG_CUDA,
     HCOMM_CFG_CUDA_STAGING,
     HCOMM_CFG_MEMLOG,
+    HCOMM_CFG_DEBUG_SUBSYS,
+    HCOMM_CFG_DEBUG_FILE,
     HCOMM_CFG_COUNT
 } hcomm_cfg_id_t;
 

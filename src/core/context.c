@@ -41,6 +41,7 @@ static void teardown(void) {
     if (hcomm_gpu_present) hcomm_gpu_pools_release();
 #endif
     hcomm_gpu_finalize();
+    hcomm_log_close();
     atomic_store(&hcomm_ctx.initialized, 0);
 }
 
@@ -65,6 +66,7 @@ static int on_mpi_finalize(MPI_Comm comm, int keyval, void *attr, void *extra) {
 static hcomm_status_t init_locked(int *argc, char ***argv) {
     int flag = 0, level = MPI_THREAD_SINGLE;
     hcomm_status_t st = hcomm_config_load();
+    if (st == HCOMM_SUCCESS) st = hcomm_log_configure();
     if (st != HCOMM_SUCCESS) return st;
     if ((st = hcomm_select_configure(hcomm_cfg_str(HCOMM_CFG_ALGO))) !=
         HCOMM_SUCCESS)
@@ -82,6 +84,9 @@ static hcomm_status_t init_locked(int *argc, char ***argv) {
         hcomm_ctx.own_mpi = 1;
     }
     PMPI_Query_thread(&level);
+    int world_rank = -1;
+    PMPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
+    hcomm_log_set_rank(world_rank);
     hcomm_ctx.thread_multiple = level == MPI_THREAD_MULTIPLE;
     hcomm_ctx.mpi_funneled = level == MPI_THREAD_FUNNELED;
     if (PMPI_Comm_dup(MPI_COMM_WORLD, &hcomm_ctx.probe_comm) != MPI_SUCCESS)

@@ -36,4 +36,12 @@ hcomm_status_t hcomm_error(hcomm_status_t status, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 void hcomm_clear_error(void);
 
+/* Reads HCOMM_DEBUG_SUBSYS and HCOMM_DEBUG_FILE (after the configuration
+ * is loaded); a bad value is an error naming it. */
+hcomm_status_t hcomm_log_configure(void);
+/* The MPI_COMM_WORLD rank every line is tagged with (-1: not known). */
+void hcomm_log_set_rank(int rank);
+/* Closes the log file, if any (hcomm_finalize). */
+void hcomm_log_close(void);
+
 #endif

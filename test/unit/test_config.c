@@ -1,6 +1,7 @@
 /* The configuration table, HCOMM_ALGO parsing and the buffer pool. */
 #include "coll/select.h"
 #include "core/config.h"
+#include "core/log.h"
 #include "core/pool.h"
 
 #include <setjmp.h>
@@ -170,6 +171,51 @@ static void test_pool_budget(void **state) {
     hcomm_pool_destroy(&pool);
 }
 
+/* Reads a file whole (at most 4 KiB) into buf. */
+static void slurp(const char *path, char *buf, size_t len) {
+    FILE *f = fopen(path, "r");
+    size_t n = f ? fread(buf, 1, len - 1, f) : 0;
+    buf[n] = '\0';
+    if (f) fclose(f);
+}
+
+/* HCOMM_DEBUG_FILE with %p, lines tagged with host, pid and rank, and
+ * HCOMM_DEBUG_SUBSYS keeping a subsystem's info lines and dropping
+ * another's (warnings always pass); a bad subsystem name is an error. */
+static void test_log_file_and_subsystems(void **state) {
+    (void)state;
+    char path[64], text[4096], want[64];
+    snprintf(path, sizeof(path), "/tmp/hcomm_test_log.%d", (int)getpid());
+    unlink(path);
+    assert_int_equal(hcomm_config_load(), HCOMM_SUCCESS);
+    assert_int_equal(hcomm_config_set("HCOMM_DEBUG", "debug"), HCOMM_SUCCESS);
+    assert_int_equal(
+        hcomm_config_set("HCOMM_DEBUG_FILE", "/tmp/hcomm_test_log.%p"),
+        HCOMM_SUCCESS);
+    assert_int_equal(hcomm_config_set("HCOMM_DEBUG_SUBSYS", "ucx"),
+                     HCOMM_SUCCESS);
+    assert_int_equal(hcomm_log_configure(), HCOMM_SUCCESS);
+    hcomm_log_set_rank(3);
+    hcomm_log_write(HCOMM_LOG_INFO, "../src/ucx_tp/ucx_ops.c", 1, "kept %d", 1);
+    hcomm_log_write(HCOMM_LOG_INFO, "../src/shm_tp/shm_coll.c", 2, "dropped");
+    hcomm_log_write(HCOMM_LOG_WARN, "../src/shm_tp/shm_coll.c", 3, "warned");
+    hcomm_log_close();
+    slurp(path, text, sizeof(text));
+    snprintf(want, sizeof(want), ":%d rank 3] INFO ucx_ops.c:1 kept 1",
+             (int)getpid());
+    assert_non_null(strstr(text, want));
+    assert_null(strstr(text, "dropped"));
+    assert_non_null(strstr(text, "WARN shm_coll.c:3 warned"));
+    unlink(path);
+    assert_int_equal(hcomm_config_set("HCOMM_DEBUG_SUBSYS", "ucx,bogus"),
+                     HCOMM_SUCCESS);
+    assert_int_equal(hcomm_log_configure(), HCOMM_ERR_INVALID_ARG);
+    assert_non_null(strstr(hcomm_last_error(), "'bogus'"));
+    hcomm_log_set_rank(-1);
+    assert_int_equal(hcomm_config_load(), HCOMM_SUCCESS);
+    assert_int_equal(hcomm_log_configure(), HCOMM_SUCCESS);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_defaults),
@@ -178,6 +224,7 @@ int main(void) {
         cmocka_unit_test(test_typo_warning),
         cmocka_unit_test(test_algo_spec),
         cmocka_unit_test(test_pool_budget),
+        cmocka_unit_test(test_log_file_and_subsystems),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
