@@ -7,7 +7,7 @@ set -eu
 cd "$(dirname "$0")"
 packages="build-essential autoconf automake libtool pkg-config
   openmpi-bin libopenmpi-dev libucx-dev libhwloc-dev libjansson-dev libcmocka-dev
-  gfortran mpich libmpich-dev"
+  gfortran mpich libmpich-dev python3-matplotlib"
 missing=
 for p in $packages; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" ||

@@ -5,6 +5,7 @@
 #include "core/context.h"
 #include "core/gpu.h"
 #include "core/log.h"
+#include "core/profile.h"
 #include "core/request.h"
 #include "kernels/reduce.h"
 #include "topo/topo.h"
@@ -185,9 +186,20 @@ static struct hcomm_request *new_request(hcomm_request_t *out,
     return req;
 }
 
+/* With the profiler on, the request records the call when it ends. */
+static void profile_request(struct hcomm_request *req, hcomm_prof_call_t *pc,
+                            const char *algo, const char *transport) {
+    if (!pc) return;
+    pc->algo = algo;
+    pc->transport = transport;
+    req->prof = *pc;
+    req->profiled = 1;
+}
+
 /* A call that takes the node's shared segment instead of a plan. */
 static hcomm_status_t run_direct(const call_t *k, hcomm_comm_impl_t *c,
-                                 hcomm_shm_algo_t algo, hcomm_request_t *out) {
+                                 hcomm_shm_algo_t algo, hcomm_request_t *out,
+                                 hcomm_prof_call_t *pc) {
     struct hcomm_request on_stack, *req = new_request(out, &on_stack);
     if (!req) return HCOMM_ERR_NO_MEMORY;
     hcomm_status_t st = hcomm_shm_op_start(
@@ -202,6 +214,8 @@ static hcomm_status_t run_direct(const call_t *k, hcomm_comm_impl_t *c,
         if (out) free(req);
         return st;
     }
+    static const char *names[] = {"none", "oneshot", "twoshot", "cma"};
+    profile_request(req, pc, names[algo], "shm");
     if (!out) return hcomm_request_complete(req);
     *out = req;
     return HCOMM_SUCCESS;
@@ -250,8 +264,8 @@ static hcomm_status_t stream_inputs_ready(const call_t *k) {
 #endif
 }
 
-static hcomm_status_t run(const call_t *k, hcomm_comm_t comm,
-                          hcomm_request_t *out) {
+static hcomm_status_t run_call(const call_t *k, hcomm_comm_t comm,
+                               hcomm_request_t *out, hcomm_prof_call_t *pc) {
     hcomm_comm_impl_t *c;
     hcomm_status_t st;
     if (!hcomm_is_initialized())
@@ -280,7 +294,7 @@ static hcomm_status_t run(const call_t *k, hcomm_comm_t comm,
     if (host_paths && c->shm && k->count && !hcomm_select_is_forced(k->coll)) {
         hcomm_shm_algo_t direct =
             hcomm_shm_select(c->shm, k->coll, k->count * esize);
-        if (direct != HCOMM_SHM_NONE) return run_direct(k, c, direct, out);
+        if (direct != HCOMM_SHM_NONE) return run_direct(k, c, direct, out, pc);
     }
     /* Algorithms see the node map unless HCOMM_ENABLE_TOPOLOGY_AWARE=0. */
     const int *node_of = c->topo->aware ? c->topo->map.node_of : NULL;
@@ -290,8 +304,15 @@ static hcomm_status_t run(const call_t *k, hcomm_comm_t comm,
         return hcomm_error(HCOMM_ERR_UNSUPPORTED, "%s is not implemented yet",
                            hcomm_coll_name(k->coll));
     if (!out && host_paths && node_of &&
-        hcomm_hier_node_applies(c, k->coll, algo, k->count * esize))
-        return run_node_stages(k, c);
+        hcomm_hier_node_applies(c, k->coll, algo, k->count * esize)) {
+        st = run_node_stages(k, c);
+        if (pc) {
+            pc->algo = "hierarchical";
+            pc->transport = "shm+net";
+            hcomm_profile_end(pc, st);
+        }
+        return st;
+    }
     struct hcomm_gpu_ctx *ctx = NULL;
     if (mem.on_gpu && (st = gpu_context(c, &mem, &ctx)) != HCOMM_SUCCESS)
         return st;
@@ -336,9 +357,41 @@ static hcomm_status_t run(const call_t *k, hcomm_comm_t comm,
         if (out) free(req);
         return st;
     }
+    if (pc) {
+        static const char *on_gpu[] = {"ucx+cuda", "mpi+staging",
+                                       "ucx+staging"};
+        const char *tp = c->tp->ops->name;
+        if (mem.on_gpu)
+            tp = ea.gpu_direct            ? on_gpu[0]
+                 : strcmp(tp, "mpi") == 0 ? on_gpu[1]
+                                          : on_gpu[2];
+        profile_request(req, pc, algo->name, tp);
+    }
     if (!out) return hcomm_request_complete(req);
     *out = req;
     return HCOMM_SUCCESS;
+}
+
+/* The profiler's record starts before anything else: its duration covers
+ * the whole call. */
+static hcomm_status_t run(const call_t *k, hcomm_comm_t comm,
+                          hcomm_request_t *out) {
+    if (__builtin_expect(!hcomm_profile_on, 1))
+        return run_call(k, comm, out, NULL);
+    hcomm_prof_call_t pc = {.coll = k->coll,
+                            .dtype = k->dtype,
+                            .count = k->count,
+                            .root = k->root,
+                            .algo = "none",
+                            .transport = "none"};
+    hcomm_comm_impl_t *c;
+    if (hcomm_comm_lookup(comm, &c) != HCOMM_SUCCESS)
+        return run_call(k, comm, out, NULL);
+    pc.comm_id = c->id;
+    pc.rank = c->rank;
+    pc.size = c->size;
+    hcomm_profile_begin(&pc);
+    return run_call(k, comm, out, &pc);
 }
 
 #define CALL(coll, sbuf, rbuf, count, dtype, op, root, tag)                    \

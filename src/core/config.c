@@ -92,6 +92,13 @@ static const cfg_entry_t table[HCOMM_CFG_COUNT] = {
     {"HCOMM_DEBUG_FILE", CFG_STRING, "", NULL,
      "Log to this file instead of stderr (appended); %h is replaced by the "
      "host name, %p by the process id (`/tmp/hcomm.%h.%p.log`)."},
+    {"HCOMM_PROFILE", CFG_STRING, "", NULL,
+     "Record every call in this file, one per rank: %r is replaced by the "
+     "MPI_COMM_WORLD rank (else `.<rank>` is appended), %h by the host name, "
+     "%p by the process id. tools/hcomm_prof merges the files."},
+    {"HCOMM_PROFILE_FORMAT", CFG_CHOICE, "json", "json|chrome",
+     "json: one JSON object per call and line; chrome: the Chrome trace "
+     "event format (open the files in Perfetto)."},
 };
 
 typedef struct {

@@ -5,6 +5,7 @@
 #include "core/config.h"
 #include "core/gpu.h"
 #include "core/log.h"
+#include "core/profile.h"
 #include "ucx_tp/ucx_tp.h"
 
 #include <mpi.h>
@@ -42,6 +43,7 @@ static void teardown(void) {
 #endif
     hcomm_gpu_finalize();
     hcomm_log_close();
+    hcomm_profile_close();
     atomic_store(&hcomm_ctx.initialized, 0);
 }
 
@@ -87,6 +89,10 @@ static hcomm_status_t init_locked(int *argc, char ***argv) {
     int world_rank = -1;
     PMPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
     hcomm_log_set_rank(world_rank);
+    if ((st = hcomm_profile_configure(world_rank)) != HCOMM_SUCCESS) {
+        if (hcomm_ctx.own_mpi) PMPI_Finalize();
+        return st;
+    }
     hcomm_ctx.thread_multiple = level == MPI_THREAD_MULTIPLE;
     hcomm_ctx.mpi_funneled = level == MPI_THREAD_FUNNELED;
     if (PMPI_Comm_dup(MPI_COMM_WORLD, &hcomm_ctx.probe_comm) != MPI_SUCCESS)

@@ -84,6 +84,7 @@ hcomm_status_t hcomm_request_start(struct hcomm_request *req,
     req->plan = plan;
     req->coll = coll;
     req->active = 0;
+    req->profiled = 0;
     req->status = HCOMM_ERR_IN_PROGRESS;
     req->polls = 0;
     req->last_look = 0;
@@ -102,6 +103,7 @@ static uint32_t request_seq(const struct hcomm_request *req) {
 
 static void release(struct hcomm_request *req) {
     list_remove(req);
+    if (req->profiled) hcomm_profile_end(&req->prof, req->status);
     if (!req->plan) return; /* a direct call holds nothing */
     if (req->status == HCOMM_SUCCESS)
         hcomm_exec_finish(&req->exec);

@@ -6,6 +6,7 @@
 
 #include "coll/exec.h"
 #include "core/comm.h"
+#include "core/profile.h"
 #include "shm_tp/shm.h"
 
 #include <stdatomic.h>
@@ -22,6 +23,8 @@ struct hcomm_request {
     unsigned polls;   /* of the current wait, or tests so far */
     double last_look, waiting_since; /* the clock, for the timeout */
     struct hcomm_request *prev, *next;
+    int profiled; /* prof is recorded when the request ends */
+    hcomm_prof_call_t prof;
 };
 
 /* Starts plan on comm (or, with plan NULL, the direct call already set up
