@@ -24,8 +24,14 @@ for fmt in calls trace; do
         }
     done
 done
-if python3 -c "import matplotlib" 2>/dev/null; then
-    python3 "$top_srcdir/tools/hcomm_prof" "$dir"/calls.* --plot "$dir/bw.png" >/dev/null &&
+# The python3 first on PATH may be another than the system's, which has
+# Debian's matplotlib.
+plotter=
+for py in python3 /usr/bin/python3; do
+    if "$py" -c "import matplotlib" 2>/dev/null; then plotter=$py && break; fi
+done
+if [ -n "$plotter" ]; then
+    "$plotter" "$top_srcdir/tools/hcomm_prof" "$dir"/calls.* --plot "$dir/bw.png" >/dev/null &&
         head -c 8 "$dir/bw.png" | grep -q PNG || { echo "no PNG drawn"; fail=1; }
 else
     echo "matplotlib missing: the plot is not tested"
