@@ -88,6 +88,14 @@ HCOMM_API hcomm_status_t hcomm_comm_dup(hcomm_comm_t comm,
                                         hcomm_comm_t *newcomm);
 /* Sets *comm to HCOMM_COMM_NULL. Not collective. */
 HCOMM_API hcomm_status_t hcomm_comm_free(hcomm_comm_t *comm);
+/* Seconds this communicator's calls may wait for their peers (0: back to
+ * HCOMM_TIMEOUT). */
+HCOMM_API hcomm_status_t hcomm_comm_set_timeout(hcomm_comm_t comm,
+                                                double seconds);
+/* Makes the calls in flight on comm, from any thread, fail with
+ * HCOMM_ERR_ABORTED, and every later call too: the communicator is
+ * broken (free it). Not collective; safe from another thread. */
+HCOMM_API hcomm_status_t hcomm_comm_abort(hcomm_comm_t comm);
 HCOMM_API hcomm_status_t hcomm_comm_rank(hcomm_comm_t comm, int *rank);
 HCOMM_API hcomm_status_t hcomm_comm_size(hcomm_comm_t comm, int *size);
 

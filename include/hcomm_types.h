@@ -17,7 +17,8 @@ typedef enum {
     HCOMM_ERR_TIMEOUT,   /* a peer did not answer within HCOMM_TIMEOUT */
     HCOMM_ERR_UNSUPPORTED,
     HCOMM_ERR_INTERNAL,
-    HCOMM_ERR_IN_PROGRESS /* hcomm_test: the request is not complete yet */
+    HCOMM_ERR_IN_PROGRESS, /* hcomm_test: the request is not complete yet */
+    HCOMM_ERR_ABORTED      /* hcomm_comm_abort stopped it */
 } hcomm_status_t;
 
 typedef enum {

@@ -186,9 +186,15 @@ static struct hcomm_request *new_request(hcomm_request_t *out,
     return req;
 }
 
-/* With the profiler on, the request records the call when it ends. */
-static void profile_request(struct hcomm_request *req, hcomm_prof_call_t *pc,
-                            const char *algo, const char *transport) {
+/* What a started request records when it ends: its flight recorder entry,
+ * and, with the profiler on, its profile. */
+static void track_request(struct hcomm_request *req, const call_t *k,
+                          hcomm_comm_impl_t *c, uint32_t seq,
+                          hcomm_prof_call_t *pc, const char *algo,
+                          const char *transport) {
+    req->bytes = k->count * hcomm_dtype_size(k->dtype);
+    req->flight_call = hcomm_flight_begin(&c->flight, k->coll, k->dtype,
+                                          k->count, k->root, seq);
     if (!pc) return;
     pc->algo = algo;
     pc->transport = transport;
@@ -215,7 +221,7 @@ static hcomm_status_t run_direct(const call_t *k, hcomm_comm_impl_t *c,
         return st;
     }
     static const char *names[] = {"none", "oneshot", "twoshot", "cma"};
-    profile_request(req, pc, names[algo], "shm");
+    track_request(req, k, c, 0, pc, names[algo], "shm");
     if (!out) return hcomm_request_complete(req);
     *out = req;
     return HCOMM_SUCCESS;
@@ -273,6 +279,9 @@ static hcomm_status_t run_call(const call_t *k, hcomm_comm_t comm,
                            hcomm_coll_name(k->coll));
     if (out) *out = HCOMM_REQUEST_NULL;
     if ((st = hcomm_comm_lookup(comm, &c)) != HCOMM_SUCCESS) return st;
+    hcomm_flight_poll();
+    if (atomic_load_explicit(&c->aborted, memory_order_relaxed))
+        c->broken = HCOMM_ERR_ABORTED;
     if (c->broken)
         return hcomm_error(c->broken,
                            "communicator %u failed earlier (%s); free it",
@@ -305,7 +314,10 @@ static hcomm_status_t run_call(const call_t *k, hcomm_comm_t comm,
                            hcomm_coll_name(k->coll));
     if (!out && host_paths && node_of &&
         hcomm_hier_node_applies(c, k->coll, algo, k->count * esize)) {
+        uint64_t call = hcomm_flight_begin(&c->flight, k->coll, k->dtype,
+                                           k->count, k->root, 0);
         st = run_node_stages(k, c);
+        hcomm_flight_end(&c->flight, call, st);
         if (pc) {
             pc->algo = "hierarchical";
             pc->transport = "shm+net";
@@ -357,16 +369,13 @@ static hcomm_status_t run_call(const call_t *k, hcomm_comm_t comm,
         if (out) free(req);
         return st;
     }
-    if (pc) {
-        static const char *on_gpu[] = {"ucx+cuda", "mpi+staging",
-                                       "ucx+staging"};
-        const char *tp = c->tp->ops->name;
-        if (mem.on_gpu)
-            tp = ea.gpu_direct            ? on_gpu[0]
-                 : strcmp(tp, "mpi") == 0 ? on_gpu[1]
-                                          : on_gpu[2];
-        profile_request(req, pc, algo->name, tp);
-    }
+    static const char *on_gpu[] = {"ucx+cuda", "mpi+staging", "ucx+staging"};
+    const char *tp = c->tp->ops->name;
+    if (mem.on_gpu)
+        tp = ea.gpu_direct            ? on_gpu[0]
+             : strcmp(tp, "mpi") == 0 ? on_gpu[1]
+                                      : on_gpu[2];
+    track_request(req, k, c, p2p ? 0 : ea.seq, pc, algo->name, tp);
     if (!out) return hcomm_request_complete(req);
     *out = req;
     return HCOMM_SUCCESS;

@@ -74,6 +74,19 @@ nomem:
                        plan->nsteps);
 }
 
+hcomm_status_t hcomm_exec_step_failed(const hcomm_exec_t *ex, uint32_t i,
+                                      hcomm_status_t st) {
+    const hcomm_step_t *s = &ex->plan->steps[i];
+    /* a transport that found out more has said it already */
+    if (st != HCOMM_ERR_TRANSPORT) return st;
+    return hcomm_error(st, "%s rank %d (%zu bytes) failed: %s",
+                       s->kind == HCOMM_STEP_SEND ? "sending to"
+                                                  : "receiving from",
+                       s->peer, s->count * ex->esize,
+                       hcomm_last_error()[0] ? hcomm_last_error()
+                                             : "transport error");
+}
+
 static int step_ready(const hcomm_exec_t *ex, const hcomm_step_t *s) {
     if (s->epoch > ex->first_open) return 0;
     for (int d = 0; d < 2; d++)
@@ -147,7 +160,7 @@ static int exec_pass(hcomm_exec_t *ex, int may_skip) {
         if (!ex->reqs[i].done) ex->tp->ops->test(ex->tp, &ex->reqs[i]);
         if (!ex->reqs[i].done) continue;
         if (ex->reqs[i].status != HCOMM_SUCCESS) {
-            ex->status = ex->reqs[i].status;
+            ex->status = hcomm_exec_step_failed(ex, i, ex->reqs[i].status);
             ex->state[i] = STEP_DONE;
             return -1;
         }

@@ -82,6 +82,9 @@ hcomm_status_t hcomm_exec_progress(hcomm_exec_t *ex);
 void hcomm_exec_abort(hcomm_exec_t *ex);
 /* Releases what start took, after completion. */
 void hcomm_exec_finish(hcomm_exec_t *ex);
+/* The error of step i's transfer, naming its peer. */
+hcomm_status_t hcomm_exec_step_failed(const hcomm_exec_t *ex, uint32_t i,
+                                      hcomm_status_t st);
 /* Which peers the plan is still waiting for, for timeout messages. */
 int hcomm_exec_describe_wait(const hcomm_exec_t *ex, char *out, size_t len);
 

@@ -182,7 +182,8 @@ int hcomm_exec_gpu_step_test(hcomm_exec_t *ex, uint32_t i) {
     case PHASE_XFER_IN:
         if (!req->done) ex->tp->ops->test(ex->tp, req);
         if (!req->done) return 0;
-        if (req->status != HCOMM_SUCCESS) return fail(ex, req->status);
+        if (req->status != HCOMM_SUCCESS)
+            return fail(ex, hcomm_exec_step_failed(ex, i, req->status));
         if (g->phase == PHASE_XFER) {
             drop_stage(ex, i);
             g->phase = PHASE_NONE;

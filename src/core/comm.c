@@ -136,6 +136,7 @@ static hcomm_status_t create_from(MPI_Comm parent, hcomm_comm_t *out) {
         (st = hcomm_shm_create(c->mpi_comm, &c->shm)) != HCOMM_SUCCESS)
         goto fail;
     c->seq = 1;
+    hcomm_flight_init(&c->flight);
     c->handle =
         (hcomm_comm_t)(((uintptr_t)generation[c->id] << 16 | c->id) + 1);
     table[c->id] = c;
@@ -218,6 +219,7 @@ static void destroy(hcomm_comm_impl_t *c) {
         free(c->plain_mem[i]);
     free(c->plain_mem);
     hcomm_topo_free(c->topo);
+    hcomm_flight_free(&c->flight);
 #ifdef HAVE_CUDA
     hcomm_gpu_ctx_destroy(c->gpu);
 #endif
@@ -354,4 +356,35 @@ hcomm_status_t hcomm_comm_gpu(hcomm_comm_impl_t *c, int device,
     (void)c, (void)device, (void)ctx;
     return hcomm_error(HCOMM_ERR_UNSUPPORTED, "HCOMM was built without CUDA");
 #endif
+}
+
+void hcomm_comm_foreach(void (*fn)(hcomm_comm_impl_t *c, void *arg),
+                        void *arg) {
+    for (int id = 0; id < HCOMM_MAX_COMM_IDS; id++)
+        if (table[id]) fn(table[id], arg);
+}
+
+double hcomm_comm_timeout(const hcomm_comm_impl_t *c) {
+    return c->timeout > 0 ? c->timeout : hcomm_cfg_double(HCOMM_CFG_TIMEOUT);
+}
+
+hcomm_status_t hcomm_comm_set_timeout(hcomm_comm_t comm, double seconds) {
+    hcomm_comm_impl_t *c;
+    hcomm_status_t st = check_ready(&seconds);
+    if (st == HCOMM_SUCCESS) st = hcomm_comm_lookup(comm, &c);
+    if (st != HCOMM_SUCCESS) return st;
+    if (!(seconds >= 0) || seconds > 1e9)
+        return hcomm_error(HCOMM_ERR_INVALID_ARG,
+                           "hcomm_comm_set_timeout: %g seconds (0 or more)",
+                           seconds);
+    c->timeout = seconds;
+    return HCOMM_SUCCESS;
+}
+
+hcomm_status_t hcomm_comm_abort(hcomm_comm_t comm) {
+    hcomm_comm_impl_t *c;
+    hcomm_status_t st = check_ready(&comm);
+    if (st == HCOMM_SUCCESS) st = hcomm_comm_lookup(comm, &c);
+    if (st == HCOMM_SUCCESS) atomic_store(&c->aborted, 1);
+    return st;
 }

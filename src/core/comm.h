@@ -4,6 +4,7 @@
 #define HCOMM_CORE_COMM_H
 
 #include "coll/plan.h"
+#include "core/flight.h"
 #include "core/tp.h"
 
 #include <mpi.h>
@@ -40,7 +41,10 @@ typedef struct hcomm_comm_impl {
     /* hcomm_mem_alloc's ordinary memory when there is no segment. */
     void **plain_mem;
     int nplain_mem;
-    hcomm_status_t broken; /* set after a timeout: later calls fail fast */
+    hcomm_status_t broken; /* set after a failure: later calls fail fast */
+    double timeout;        /* hcomm_comm_set_timeout; 0: HCOMM_TIMEOUT */
+    atomic_int aborted;    /* hcomm_comm_abort */
+    hcomm_flight_t flight;
     /* Calls on device memory: streams and events on the communicator's
      * GPU (made by the first such call). */
     struct hcomm_gpu_ctx *gpu;
@@ -66,6 +70,11 @@ void hcomm_comm_plan_put(hcomm_comm_impl_t *c, const hcomm_plan_t *plan);
  * (made on first use; a communicator serves one GPU). */
 hcomm_status_t hcomm_comm_gpu(hcomm_comm_impl_t *c, int device,
                               struct hcomm_gpu_ctx **ctx);
+
+/* Calls fn on every communicator alive (the flight recorder's dump). */
+void hcomm_comm_foreach(void (*fn)(hcomm_comm_impl_t *c, void *arg), void *arg);
+/* The seconds its calls may wait. */
+double hcomm_comm_timeout(const hcomm_comm_impl_t *c);
 
 /* Frees every communicator still alive (hcomm_finalize). */
 void hcomm_comm_free_all(void);

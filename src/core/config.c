@@ -99,6 +99,12 @@ static const cfg_entry_t table[HCOMM_CFG_COUNT] = {
     {"HCOMM_PROFILE_FORMAT", CFG_CHOICE, "json", "json|chrome",
      "json: one JSON object per call and line; chrome: the Chrome trace "
      "event format (open the files in Perfetto)."},
+    {"HCOMM_FLIGHT_RECORDER", CFG_STRING, "/tmp/hcomm-flight.%h.%p.txt", NULL,
+     "Where every rank writes the last calls of each communicator when a "
+     "call times out or the process gets SIGUSR1 (%h host, %p pid, %r "
+     "rank); empty: never."},
+    {"HCOMM_FLIGHT_RECORDER_DEPTH", CFG_INT, "64", NULL,
+     "Calls the flight recorder keeps per communicator (0: none)."},
 };
 
 typedef struct {

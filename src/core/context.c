@@ -5,6 +5,7 @@
 #include "core/config.h"
 #include "core/gpu.h"
 #include "core/log.h"
+#include "core/flight.h"
 #include "core/profile.h"
 #include "ucx_tp/ucx_tp.h"
 
@@ -44,6 +45,7 @@ static void teardown(void) {
     hcomm_gpu_finalize();
     hcomm_log_close();
     hcomm_profile_close();
+    hcomm_flight_shutdown();
     atomic_store(&hcomm_ctx.initialized, 0);
 }
 
@@ -89,7 +91,8 @@ static hcomm_status_t init_locked(int *argc, char ***argv) {
     int world_rank = -1;
     PMPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
     hcomm_log_set_rank(world_rank);
-    if ((st = hcomm_profile_configure(world_rank)) != HCOMM_SUCCESS) {
+    if ((st = hcomm_profile_configure(world_rank)) != HCOMM_SUCCESS ||
+        (st = hcomm_flight_configure(world_rank)) != HCOMM_SUCCESS) {
         if (hcomm_ctx.own_mpi) PMPI_Finalize();
         return st;
     }

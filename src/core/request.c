@@ -85,6 +85,9 @@ hcomm_status_t hcomm_request_start(struct hcomm_request *req,
     req->coll = coll;
     req->active = 0;
     req->profiled = 0;
+    req->flight_call = 0;
+    req->bytes = 0;
+    req->last_liveness = 0;
     req->status = HCOMM_ERR_IN_PROGRESS;
     req->polls = 0;
     req->last_look = 0;
@@ -103,6 +106,7 @@ static uint32_t request_seq(const struct hcomm_request *req) {
 
 static void release(struct hcomm_request *req) {
     list_remove(req);
+    hcomm_flight_end(&req->comm->flight, req->flight_call, req->status);
     if (req->profiled) hcomm_profile_end(&req->prof, req->status);
     if (!req->plan) return; /* a direct call holds nothing */
     if (req->status == HCOMM_SUCCESS)
@@ -112,9 +116,11 @@ static void release(struct hcomm_request *req) {
     hcomm_comm_plan_put(req->comm, req->plan);
 }
 
-/* Fails req, naming what it waited for; 0 (nothing done) while another
- * thread is advancing it, which must not see its state change under it. */
-static int timed_out(struct hcomm_request *req, double waited) {
+/* Fails req with st, saying why (how long it waited, and for what); 0
+ * (nothing done) while another thread is advancing it, which must not see
+ * its state change under it. The communicator is broken from then on. */
+static int fail_waiting(struct hcomm_request *req, hcomm_status_t st,
+                        double waited, const char *why) {
     char what[512];
     hcomm_comm_impl_t *c = req->comm;
     if (req->active && atomic_flag_test_and_set(&req->busy)) return 0;
@@ -122,14 +128,28 @@ static int timed_out(struct hcomm_request *req, double waited) {
         hcomm_shm_op_describe(&req->direct, what, sizeof(what));
     else if (!hcomm_exec_describe_wait(&req->exec, what, sizeof(what)))
         snprintf(what, sizeof(what), "local steps");
-    req->status = HCOMM_ERR_TIMEOUT;
-    c->broken = HCOMM_ERR_TIMEOUT;
-    hcomm_error(HCOMM_ERR_TIMEOUT,
-                "%s (sequence %u) on communicator %u, rank %d of %d, "
-                "gave up after %.1f s waiting for: %s",
-                hcomm_coll_name(req->coll), request_seq(req), (unsigned)c->id,
-                c->rank, c->size, waited, what);
+    req->status = st;
+    c->broken = st;
+    hcomm_error(st,
+                "%s (sequence %u, %zu bytes) on communicator %u, rank %d of "
+                "%d, %s after %.1f s waiting for: %s",
+                hcomm_coll_name(req->coll), request_seq(req), req->bytes,
+                (unsigned)c->id, c->rank, c->size, why, waited, what);
     if (req->active) atomic_flag_clear(&req->busy);
+    if (st == HCOMM_ERR_TIMEOUT) hcomm_flight_dump("timeout");
+    return 1;
+}
+
+/* A shared-memory peer that has died (its pid is gone): found at most every
+ * quarter second, so that a killed rank ends its peers' calls at once
+ * rather than at the timeout. */
+static int peer_died(struct hcomm_request *req, double t, char *why,
+                     size_t len) {
+    if (req->plan || t - req->last_liveness < 0.25) return 0;
+    req->last_liveness = t;
+    int peer = req->direct.waiting_for, pid = 0;
+    if (peer < 0 || hcomm_shm_peer_alive(req->direct.shm, peer, &pid)) return 0;
+    snprintf(why, len, "rank %d (pid %d) has died", peer, pid);
     return 1;
 }
 
@@ -139,14 +159,22 @@ static int timed_out(struct hcomm_request *req, double waited) {
  * polled for HCOMM_TIMEOUT (it is then failed); the time counts from the
  * first look, or from one more than gap seconds after the previous. */
 static int tick(struct hcomm_request *req, unsigned mask, double gap) {
+    char why[96];
     if ((++req->polls & mask) != 0) return 0;
-    hcomm_mpi_progress();
+    hcomm_comm_impl_t *c = req->comm;
+    if ((req->polls & 1023) == 0) hcomm_mpi_progress();
+    hcomm_flight_poll();
     double t = now_seconds();
     if (req->last_look == 0 || t - req->last_look > gap) req->waiting_since = t;
     req->last_look = t;
     double waited = t - req->waiting_since;
-    return waited > hcomm_cfg_double(HCOMM_CFG_TIMEOUT) &&
-           timed_out(req, waited);
+    if (atomic_load_explicit(&c->aborted, memory_order_relaxed))
+        return fail_waiting(req, HCOMM_ERR_ABORTED, waited,
+                            "aborted by hcomm_comm_abort");
+    if (peer_died(req, t, why, sizeof(why)))
+        return fail_waiting(req, HCOMM_ERR_TRANSPORT, waited, why);
+    return waited > hcomm_comm_timeout(c) &&
+           fail_waiting(req, HCOMM_ERR_TIMEOUT, waited, "gave up");
 }
 
 /* Tests more than a second apart are a program working between them, not
@@ -171,15 +199,24 @@ hcomm_status_t hcomm_request_complete(struct hcomm_request *req) {
         progress_one(req);
         if (req->status != HCOMM_ERR_IN_PROGRESS) break;
         if (atomic_load(&active_count) > req->active) progress_others(req);
-        if (polls >= spin) sched_yield();
-        if (tick(req, 1023, INFINITY)) break;
+        /* The clock every 256 spinning polls, and at every yield, which
+         * may take a whole time slice: the timeout then overshoots by one
+         * poll at most. */
+        int yielding = polls >= spin;
+        if (yielding) sched_yield();
+        if (tick(req, yielding ? 0 : 255, INFINITY)) break;
     }
     hcomm_status_t st = req->status;
     release(req);
-    if (st != HCOMM_SUCCESS && st != HCOMM_ERR_TIMEOUT)
+    if (st != HCOMM_SUCCESS && !req->comm->broken) {
+        /* what the transport or segment said stays in the message */
+        char cause[512];
+        snprintf(cause, sizeof(cause), "%s", hcomm_last_error());
+        req->comm->broken = st;
         hcomm_error(st, "%s (sequence %u) failed on rank %d: %s",
                     hcomm_coll_name(req->coll), request_seq(req),
-                    req->comm->rank, hcomm_strerror(st));
+                    req->comm->rank, cause[0] ? cause : hcomm_strerror(st));
+    }
     return st;
 }
 

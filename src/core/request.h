@@ -22,8 +22,11 @@ struct hcomm_request {
     atomic_flag busy; /* a thread is progressing it */
     unsigned polls;   /* of the current wait, or tests so far */
     double last_look, waiting_since; /* the clock, for the timeout */
+    double last_liveness;            /* when peers were last found alive */
     struct hcomm_request *prev, *next;
-    int profiled; /* prof is recorded when the request ends */
+    uint64_t flight_call; /* its flight recorder entry (0: none) */
+    size_t bytes;         /* of its data, for messages */
+    int profiled;         /* prof is recorded when the request ends */
     hcomm_prof_call_t prof;
 };
 

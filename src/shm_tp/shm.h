@@ -82,6 +82,8 @@ hcomm_status_t hcomm_shm_create(MPI_Comm comm, hcomm_shm_t **out);
 hcomm_status_t hcomm_shm_attach(void *base, size_t bytes, int rank, int size,
                                 size_t slot_bytes, int cma, hcomm_shm_t **out);
 void hcomm_shm_destroy(hcomm_shm_t *shm); /* NULL is fine */
+/* Whether rank's process still exists (*pid: its pid). */
+int hcomm_shm_peer_alive(const hcomm_shm_t *shm, int rank, int *pid);
 
 /* Collective over comm: bytes of shared memory made by rank 0 and mapped by
  * every rank, its name unlinked before return; NULL on every rank if any

@@ -6,6 +6,7 @@
 #include "core/log.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <fcntl.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -42,6 +43,11 @@ hcomm_status_t hcomm_shm_attach(void *base, size_t bytes, int rank, int size,
     mine->probe_addr = (uint64_t)(uintptr_t)&mine->pid;
     *out = shm;
     return HCOMM_SUCCESS;
+}
+
+int hcomm_shm_peer_alive(const hcomm_shm_t *shm, int rank, int *pid) {
+    *pid = hcomm_shm_info(shm, rank)->pid;
+    return *pid <= 0 || kill(*pid, 0) == 0 || errno != ESRCH;
 }
 
 void hcomm_shm_destroy(hcomm_shm_t *shm) {

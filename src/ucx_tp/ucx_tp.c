@@ -7,6 +7,7 @@
 
 #include "ucx_tp/ucx_tp.h"
 #include "ucx_tp/ucx_tag.h"
+#include "core/config.h"
 #include "core/log.h"
 
 #include <stdarg.h>
@@ -271,10 +272,18 @@ static void ucx_fence(void) {
         hcomm_warn("ucx: finalize: PMPI_Ibarrier failed");
         return;
     }
-    while (!flag) {
+    /* Bounded: a dead peer never reaches the barrier. */
+    long long deadline =
+        now_ns() + (long long)(hcomm_cfg_double(HCOMM_CFG_TIMEOUT) * 1e9);
+    for (unsigned i = 1; !flag; i++) {
         if (g.worker != NULL) ucp_worker_progress(g.worker);
         if (PMPI_Test(&r, &flag, MPI_STATUS_IGNORE) != MPI_SUCCESS) {
             hcomm_warn("ucx: finalize: PMPI_Test failed");
+            return;
+        }
+        if ((i & 1023) == 0 && now_ns() > deadline) {
+            hcomm_warn("ucx: finalize: some rank never reached the final "
+                       "barrier (HCOMM_TIMEOUT); going on without it");
             return;
         }
     }

@@ -1,0 +1,13 @@
+#!/bin/sh
+# A rank killed by SIGKILL in the middle of calls: every survivor's call
+# fails within the timeout naming it (test_hang kill). Open MPI only: its
+# --enable-recovery keeps the survivors running.
+set -u
+: "${MPIRUN:=mpirun}" "${top_builddir:=.}"
+$MPIRUN --version 2>&1 | grep -q "Open MPI" || { echo "not Open MPI: skipped"; exit 77; }
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 HCOMM_TIMEOUT=20
+out=$(timeout 120 $MPIRUN --enable-recovery --oversubscribe --bind-to none -np 3 \
+    "$top_builddir/test/integration/test_hang" kill 2>&1)
+echo "$out" | grep -E "test_hang|\[rank" 
+echo "$out" | grep -q "test_hang kill: [1-9][0-9]* passed, 0 failed" || exit 1
+! echo "$out" | grep -q "^\[rank"
