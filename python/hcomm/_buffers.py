@@ -36,6 +36,9 @@ _BY_KIND = {
     ("i", 8): Dtype.INT64, ("u", 8): Dtype.UINT64,
     ("f", 2): Dtype.FLOAT16, ("f", 4): Dtype.FLOAT32, ("f", 8): Dtype.FLOAT64,
 }
+# NumPy's typestr for the types above (little-endian and byte types).
+_NUMPY = {f"{'|' if n == 1 else '<'}{k}{n}": d for (k, n), d in
+          _BY_KIND.items()}
 # Buffer-protocol format characters (struct module) to typestr kinds.
 _FORMAT_KIND = {"b": "i", "h": "i", "i": "i", "l": "i", "q": "i", "n": "i",
                 "B": "u", "H": "u", "I": "u", "L": "u", "Q": "u", "N": "u",
@@ -67,7 +70,9 @@ class Buffer:
         self.count = count
         self.dtype = dtype
         self.cuda = cuda  # device, managed or pinned memory of a GPU
-        self.stream = stream  # the producer's CUDA stream, when it said one
+        # The CUDA stream to order the call on (0: the legacy default
+        # stream), or None.
+        self.stream = stream
         self.keep = keep
 
     def at(self, index):
@@ -162,7 +167,10 @@ def _from_interface(obj, iface, cuda, dtype, writable, what):
     for d in shape:
         n *= d
     dtype, count = _typed(ptr, n * itemsize, kind, itemsize, dtype, what)
-    return Buffer(ptr, count, dtype, cuda, iface.get("stream"), keep=obj)
+    # The CUDA array interface's stream: None (or the forbidden 0) when no
+    # ordering is needed, else the stream that produces the data.
+    stream = iface.get("stream") or None
+    return Buffer(ptr, count, dtype, cuda, stream, keep=obj)
 
 
 # --- the buffer protocol ----------------------------------------------------
@@ -291,8 +299,15 @@ def get(obj, dtype=None, writable=False, what="buffer", stream=None):
         return _from_interface(obj, iface, True, dtype, writable, what)
     np = sys.modules.get("numpy")
     if np is not None and type(obj) is np.ndarray:
-        return _from_interface(obj, obj.__array_interface__, False, dtype,
-                               writable, what)
+        iface = obj.__array_interface__
+        found = _NUMPY.get(iface["typestr"])
+        # NumPy gives strides only for arrays that are not C-contiguous.
+        if found is None or dtype is not None or iface["strides"]:
+            return _from_interface(obj, iface, False, dtype, writable, what)
+        ptr, readonly = iface["data"]
+        if writable and readonly:
+            raise ValueError(f"{what}: the array is read-only")
+        return Buffer(ptr, obj.size, found, keep=obj)
     try:
         export = _Export(obj, writable)
     except BufferError as e:

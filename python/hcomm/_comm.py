@@ -256,25 +256,27 @@ class Comm:
 
     def _run(self, name, nb, args, bufs, result, stream):
         # Device memory whose producer named a stream (CUDA array
-        # interface) is ordered on that stream, as the protocol asks.
+        # interface, DLPack, torch's current stream) is ordered on it.
         if stream is None:
             for b in bufs:
-                if b.cuda and b.stream not in (None, 0):
+                if b.cuda and b.stream is not None:
                     stream = b.stream
                     break
         else:
             stream = _buffers.stream_handle(stream)
         if stream is not None:
-            check(calls[name + "_stream"](*args, self._h, stream or None),
-                  f"hcomm_{name}_stream")
-            return Request(None, None, result) if nb else result
-        if nb:
-            req = ctypes.c_void_p()
-            check(calls["i" + name](*args, self._h, ctypes.byref(req)),
-                  f"hcomm_i{name}")
-            return Request(req, bufs, result)
-        check(calls[name](*args, self._h), f"hcomm_{name}")
-        return result
+            name += "_stream"
+            st = calls[name](*args, self._h, stream or None)
+        elif nb:
+            name, req = "i" + name, ctypes.c_void_p()
+            st = calls[name](*args, self._h, ctypes.byref(req))
+            if not st:
+                return Request(req, bufs, result)
+        else:
+            st = calls[name](*args, self._h)
+        if st:
+            check(st, "hcomm_" + name)
+        return Request(None, None, result) if nb else result
 
     def _pair(self, sendbuf, recvbuf, dtype, name, stream):
         s = _buffers.get(sendbuf, dtype, recvbuf is None, f"{name} sendbuf",
