@@ -2,15 +2,17 @@
 # The GPU machine's one command: builds HCOMM there against UCX built with
 # CUDA, then runs every GPU test and benchmark, logs under $OUT.
 #
-#   test/gpu/run_gpu.sh [build] [kernels] [test] [smoke] [perf]
-#                                   (no argument: build kernels test perf)
+#   test/gpu/run_gpu.sh [build] [kernels] [test] [smoke] [perf] [python]
+#                            (no argument: build kernels test perf python)
 #
 # Needs, from this checkout: .devdeps (../shared/gpu/prepare-deps.sh) and
 # the generated build files (./autogen.sh), which git ignores, so the
 # device tool's call names them in carry:
 #   carry: .devdeps configure Makefile.in config.h.in aclocal.m4 build-aux
 # Tests run several ranks on the one GPU under MPS, and once without it
-# (correct, slower). GPU_RANKS overrides the rank counts.
+# (correct, slower). GPU_RANKS overrides the rank counts. The python stage
+# runs the Python package's tests and the DDP example (HCOMM against Gloo)
+# with GPU_PYTHON (default: the machine's PyTorch venv).
 set -u
 cd "$(dirname "$0")/../.."
 src=$PWD
@@ -23,7 +25,7 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export NCCL_NVLS_ENABLE=0 # never NVLink multicast (shared/gpu/README.md)
 export HCOMM_TIMEOUT=${HCOMM_TIMEOUT:-15}
 b=$src/build-gpu
-stages=${*:-build kernels test perf}
+stages=${*:-build kernels test perf python}
 mpirun_flags="--oversubscribe --bind-to none -x LD_LIBRARY_PATH -x HCOMM_TIMEOUT
   -x HCOMM_TRANSPORT -x HCOMM_CUDA_STAGING -x HCOMM_TEST_GPU_QUICK
   -x CUDA_MPS_PIPE_DIRECTORY -x CUDA_MPS_LOG_DIRECTORY -x NCCL_NVLS_ENABLE
@@ -119,5 +121,35 @@ if [[ $stages == *perf* ]]; then
     done
     mps_off
     grep -vE "^\\$|^\(exit" "$out/perf.log" | grep -E "^ +[0-9]|^#|memtype|Final" | head -200
+fi
+if [[ $stages == *python* ]]; then
+    note "python: the hcomm package, hcomm.torch and DDP on the GPU"
+    mps_on
+    py=${GPU_PYTHON:-/opt/torch/.venv/bin/python3}
+    export PYTHONPATH=$src/python LIBHCOMM_PATH=$b/.libs/libhcomm.so OMP_NUM_THREADS=1
+    mpirun_flags="$mpirun_flags -x PYTHONPATH -x LIBHCOMM_PATH -x OMP_NUM_THREADS"
+    for n in 1 2 4; do
+        mpi python.log "$n" "$py" "$src/test/python/test_gpu.py"
+    done
+    mpi python.log 2 "$py" "$src/test/python/test_numpy.py"
+    mpi python.log 2 "$py" "$src/test/python/test_torch.py"
+    for n in 2 4; do
+        for c in hcomm gloo; do
+            mpi "ddp_${c}_$n.log" "$n" "$py" "$src/examples/ddp_train.py" --cuda \
+                $([ $c = gloo ] && echo --gloo)
+        done
+        # The same loss at every epoch, within fp32 reduction-order tolerance.
+        "$py" - "$out/ddp_hcomm_$n.log" "$out/ddp_gloo_$n.log" >>"$out/python.log" 2>&1 <<'PY' ||
+import re, sys
+a, b = ([float(v) for v in re.findall(r"loss ([0-9.]+)", open(f).read())]
+        for f in sys.argv[1:])
+ok = len(a) == len(b) > 0 and all(abs(x - y) <= 1e-4 * abs(y) for x, y in zip(a, b))
+print("DDP losses, HCOMM vs Gloo:", a, b, "same" if ok else "DIFFERENT")
+sys.exit(0 if ok else 1)
+PY
+            { status=1; note "FAILED: DDP losses differ at $n ranks"; }
+    done
+    mps_off
+    grep -hE "passed|FAILED|SKIP|median|DDP losses" "$out"/python.log "$out"/ddp_*.log
 fi
 exit $status
