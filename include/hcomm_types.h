@@ -18,6 +18,8 @@ typedef enum {
     HCOMM_ERR_UNSUPPORTED,
     HCOMM_ERR_INTERNAL,
     HCOMM_ERR_IN_PROGRESS, /* hcomm_test: the request is not complete yet */
+    HCOMM_ERR_MISMATCH,    /* ranks passed different counts, types, operations,
+                            * roots or collectives to one call */
     HCOMM_ERR_ABORTED      /* hcomm_comm_abort stopped it */
 } hcomm_status_t;
 

@@ -1,4 +1,5 @@
 /* Entry points: argument checks, algorithm choice, plan, run. */
+#include "coll/check.h"
 #include "coll/hier_node.h"
 #include "coll/select.h"
 #include "core/config.h"
@@ -286,14 +287,20 @@ static hcomm_status_t run_call(const call_t *k, hcomm_comm_t comm,
         return hcomm_error(c->broken,
                            "communicator %u failed earlier (%s); free it",
                            (unsigned)c->id, hcomm_strerror(c->broken));
-    if ((st = check_call(k, c)) != HCOMM_SUCCESS) return st;
     int p2p = k->coll == HCOMM_COLL_SEND || k->coll == HCOMM_COLL_RECV;
-
     size_t esize = hcomm_dtype_size(k->dtype);
-    int inplace = !p2p && is_inplace(k, c, esize);
-    if ((st = check_overlap(k, c, esize, inplace)) != HCOMM_SUCCESS) return st;
-    call_mem_t mem;
-    if ((st = classify(k, c, &mem)) != HCOMM_SUCCESS) return st;
+    int inplace = 0;
+    call_mem_t mem = {0, -1, 0, 0};
+    if ((st = check_call(k, c)) == HCOMM_SUCCESS) {
+        inplace = !p2p && is_inplace(k, c, esize);
+        if ((st = check_overlap(k, c, esize, inplace)) == HCOMM_SUCCESS)
+            st = classify(k, c, &mem);
+    }
+    /* HCOMM_CHECK: the ranks compare arguments, and refuse together */
+    if (hcomm_check_on && !p2p)
+        st = hcomm_check_call(c->mpi_comm, c->size, k->coll, k->dtype, k->op,
+                              k->root, mem.on_gpu, k->count, st);
+    if (st != HCOMM_SUCCESS) return st;
     if (k->on_stream && k->count == 0) return HCOMM_SUCCESS;
     /* Stream-ordered: the stream's earlier work writes the inputs. */
     if (k->on_stream && (st = stream_inputs_ready(k)) != HCOMM_SUCCESS)

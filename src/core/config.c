@@ -105,6 +105,11 @@ static const cfg_entry_t table[HCOMM_CFG_COUNT] = {
      "rank); empty: never."},
     {"HCOMM_FLIGHT_RECORDER_DEPTH", CFG_INT, "64", NULL,
      "Calls the flight recorder keeps per communicator (0: none)."},
+    {"HCOMM_CHECK", CFG_CHOICE, "0", "0|1",
+     "1: before every collective, the ranks compare what they passed "
+     "(collective, count, type, operation, root, host or GPU memory) and "
+     "all fail with HCOMM_ERR_MISMATCH, naming ranks and fields, when they "
+     "differ; costs an MPI allgather per call."},
 };
 
 typedef struct {

@@ -1,6 +1,7 @@
 /* hcomm_init / hcomm_finalize and process-wide facts. */
 #include "core/context.h"
 #include "coll/select.h"
+#include "coll/check.h"
 #include "core/comm.h"
 #include "core/config.h"
 #include "core/gpu.h"
@@ -105,6 +106,7 @@ static hcomm_status_t init_locked(int *argc, char ***argv) {
     hcomm_pool_init(&hcomm_ctx.pool,
                     (size_t)hcomm_cfg_int(HCOMM_CFG_BUFFER_POOL_SIZE));
     hcomm_gpu_init();
+    hcomm_check_on = strcmp(hcomm_cfg_str(HCOMM_CFG_CHECK), "1") == 0;
     hcomm_ctx.cuda_staging_forced =
         strcmp(hcomm_cfg_str(HCOMM_CFG_CUDA_STAGING), "1") == 0;
     memset(hcomm_ctx.id_used, 0, sizeof(hcomm_ctx.id_used));
