@@ -59,7 +59,10 @@ typedef enum {
     HCOMM_ERR_TIMEOUT,   /* a peer did not answer within HCOMM_TIMEOUT */
     HCOMM_ERR_UNSUPPORTED,
     HCOMM_ERR_INTERNAL,
-    HCOMM_ERR_IN_PROGRESS /* hcomm_test: the request is not complete yet */
+    HCOMM_ERR_IN_PROGRESS, /* hcomm_test: the request is not complete yet */
+    HCOMM_ERR_MISMATCH     /* ranks passed different counts, types, operations,
+                            * roots or collectives to one call; the communicator
+                            * is broken (free it) */
 } hcomm_status_t;
 
 typedef enum {

@@ -75,6 +75,8 @@ const char *hcomm_strerror(hcomm_status_t status) {
         return "internal error";
     case HCOMM_ERR_IN_PROGRESS:
         return "in progress";
+    case HCOMM_ERR_MISMATCH:
+        return "arguments differ between ranks";
     }
     return "unknown status";
 }

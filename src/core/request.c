@@ -51,9 +51,14 @@ static void list_remove(struct hcomm_request *req) {
 }
 
 static void advance(struct hcomm_request *req) {
-    if (req->status == HCOMM_ERR_IN_PROGRESS)
-        req->status = req->plan ? hcomm_exec_progress(&req->exec)
-                                : hcomm_shm_op_progress(&req->direct);
+    if (req->status != HCOMM_ERR_IN_PROGRESS) return;
+    hcomm_clear_error(); /* what a failure leaves is then its own */
+    req->status = req->plan ? hcomm_exec_progress(&req->exec)
+                            : hcomm_shm_op_progress(&req->direct);
+    /* Kept with the request: whoever waits for it (later, or on another
+     * thread) reports what went wrong, not only the status. */
+    if (req->status != HCOMM_ERR_IN_PROGRESS && req->status != HCOMM_SUCCESS)
+        snprintf(req->why, sizeof(req->why), "%s", hcomm_last_error());
 }
 
 /* Progresses req unless another thread is doing so right now (only a
@@ -87,6 +92,7 @@ hcomm_status_t hcomm_request_start(struct hcomm_request *req,
     req->status = HCOMM_ERR_IN_PROGRESS;
     req->polls = 0;
     req->last_look = 0;
+    req->why[0] = '\0';
     if (plan) {
         hcomm_status_t st = hcomm_exec_start(&req->exec, args);
         if (st != HCOMM_SUCCESS) return st;
@@ -102,6 +108,8 @@ static uint32_t request_seq(const struct hcomm_request *req) {
 
 static void release(struct hcomm_request *req) {
     list_remove(req);
+    /* The ranks' calls no longer pair up: no later call can succeed. */
+    if (req->status == HCOMM_ERR_MISMATCH) req->comm->broken = req->status;
     if (!req->plan) return; /* a direct call holds nothing */
     if (req->status == HCOMM_SUCCESS)
         hcomm_exec_finish(&req->exec);
@@ -174,10 +182,12 @@ hcomm_status_t hcomm_request_complete(struct hcomm_request *req) {
     }
     hcomm_status_t st = req->status;
     release(req);
-    if (st != HCOMM_SUCCESS && st != HCOMM_ERR_TIMEOUT)
+    if (st != HCOMM_SUCCESS && st != HCOMM_ERR_TIMEOUT) {
         hcomm_error(st, "%s (sequence %u) failed on rank %d: %s",
                     hcomm_coll_name(req->coll), request_seq(req),
-                    req->comm->rank, hcomm_strerror(st));
+                    req->comm->rank,
+                    req->why[0] ? req->why : hcomm_strerror(st));
+    }
     return st;
 }
 

@@ -21,6 +21,7 @@ struct hcomm_request {
     atomic_flag busy; /* a thread is progressing it */
     unsigned polls;   /* of the current wait, or tests so far */
     double last_look, waiting_since; /* the clock, for the timeout */
+    char why[512]; /* a failure's message, from where it was found */
     struct hcomm_request *prev, *next;
 };
 
