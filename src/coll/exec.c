@@ -109,6 +109,22 @@ static uint32_t next_random(hcomm_exec_t *ex) {
     return ex->rng;
 }
 
+/* A message of another length than step i's receive: the ranks passed
+ * different counts or types. */
+static void report_length(const hcomm_exec_t *ex, uint32_t i) {
+    const hcomm_step_t *s = &ex->plan->steps[i];
+    size_t got = ex->reqs[i].arrived, want = s->count * ex->esize;
+    char len[48];
+    if (got == HCOMM_TP_LONGER)
+        snprintf(len, sizeof(len), "more than %zu", want);
+    else
+        snprintf(len, sizeof(len), "%zu", got);
+    hcomm_error(HCOMM_ERR_MISMATCH,
+                "rank %d sent %s bytes where rank %d expected %zu (the ranks "
+                "passed different counts or types)",
+                s->peer, len, ex->tp->rank, want);
+}
+
 /* One pass over the window: reaps completions, starts ready steps. Returns
  * how many steps changed state, or -1 on error (ex->status says which). */
 static int exec_pass(hcomm_exec_t *ex, int may_skip) {
@@ -123,6 +139,7 @@ static int exec_pass(hcomm_exec_t *ex, int may_skip) {
         if (ex->reqs[i].status != HCOMM_SUCCESS) {
             ex->status = ex->reqs[i].status;
             ex->state[i] = STEP_DONE;
+            if (ex->status == HCOMM_ERR_MISMATCH) report_length(ex, i);
             return -1;
         }
         ex->state[i] = STEP_DONE;
