@@ -1,11 +1,17 @@
 /* Ranks that pass different arguments to one call: one rank's count,
- * type or element size differs from the others'. Nobody may read or write
- * outside any rank's buffers (each sits between guard zones that must
- * stay untouched), and nobody may hang. On the plans (no segment), a rank
- * that receives a message of the wrong length gets HCOMM_ERR_MISMATCH
- * naming the peer and both sizes, instead of MPI aborting the job
- * (MPI_ERR_TRUNCATE) or a silent success; a rank that only sends may
- * succeed, or time out waiting for a peer that failed.
+ * type, operation, root or collective differs from the others'. Nobody
+ * may read or write outside any rank's buffers (each sits between guard
+ * zones that must stay untouched), and nobody may hang:
+ *  - on shared memory (one-shot in the ring entries and in the slots,
+ *    two-shot in one and in many rounds, direct reads, registered
+ *    buffers), every rank gets HCOMM_ERR_MISMATCH with a message that
+ *    names the field and the ranks, and the communicator is broken (a
+ *    call queued behind the failed one fails too, at once);
+ *  - on the plans (no segment), a rank that receives a message of the
+ *    wrong length gets HCOMM_ERR_MISMATCH naming the peer and both sizes,
+ *    instead of MPI aborting the job (MPI_ERR_TRUNCATE) or a silent
+ *    success; a rank that only sends may succeed, or time out waiting for
+ *    a peer that failed.
  * HCOMM_TEST_VERBOSE=1 prints every rank's status per case on stderr;
  * HCOMM_TEST_CASE=text runs only the cases whose name holds text. */
 #include "core/comm.h"
@@ -324,6 +330,35 @@ static void run_case(const case_t *c, int plans) {
         CHECK_OK(hcomm_comm_free(&comm));
 }
 
+/* Non-blocking: a mismatched call and one queued behind it on the same
+ * communicator both fail, the second without waiting for the timeout. */
+static void run_queued(void) {
+    const char *only = getenv("HCOMM_TEST_CASE");
+    if (only && !strstr("queued", only)) return;
+    CHECK_OK(hcomm_config_set("HCOMM_SHM_SLOT_SIZE", "256K"));
+    hcomm_comm_t comm = HCOMM_COMM_NULL;
+    CHECK_OK(hcomm_comm_create(MPI_COMM_WORLD, &comm));
+    if (!has_shm(comm)) {
+        CHECK_OK(hcomm_comm_free(&comm));
+        return;
+    }
+    float in[64] = {0}, out[64], in2[8] = {0}, out2[8];
+    hcomm_request_t req[2];
+    size_t n = rank == nranks - 1 ? 64 : 32;
+    double t0 = MPI_Wtime();
+    CHECK_OK(hcomm_iallreduce(in, out, n, F32, HCOMM_SUM, comm, &req[0]));
+    CHECK_OK(hcomm_iallreduce(in2, out2, 8, F32, HCOMM_SUM, comm, &req[1]));
+    hcomm_status_t st1 = hcomm_wait(&req[1]);
+    hcomm_status_t st0 = hcomm_wait(&req[0]);
+    double took = MPI_Wtime() - t0;
+    CHECK(st0 == HCOMM_ERR_MISMATCH && st1 == HCOMM_ERR_MISMATCH,
+          "queued: %s and %s (%s)", hcomm_strerror(st0), hcomm_strerror(st1),
+          hcomm_last_error());
+    CHECK(took < TIMEOUT_S, "queued: took %.1f s", took);
+    MPI_Barrier(MPI_COMM_WORLD);
+    CHECK_OK(hcomm_comm_free(&comm));
+}
+
 int main(int argc, char **argv) {
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -335,6 +370,9 @@ int main(int argc, char **argv) {
     setenv("HCOMM_TIMEOUT", timeout, 1);
     CHECK_OK(hcomm_init(&argc, &argv));
     if (nranks > 1) {
+        for (size_t i = 0; i < NCASES; i++)
+            run_case(&cases[i], 0);
+        run_queued();
         for (size_t i = 0; i < NCASES; i++)
             run_case(&cases[i], 1);
     }
