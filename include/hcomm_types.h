@@ -19,7 +19,9 @@ typedef enum {
     HCOMM_ERR_INTERNAL,
     HCOMM_ERR_IN_PROGRESS, /* hcomm_test: the request is not complete yet */
     HCOMM_ERR_MISMATCH,    /* ranks passed different counts, types, operations,
-                            * roots or collectives to one call */
+                            * roots or collectives to one call; the
+                            * communicator is broken (free it), unless
+                            * HCOMM_CHECK=1 caught it before anything moved */
     HCOMM_ERR_ABORTED      /* hcomm_comm_abort stopped it */
 } hcomm_status_t;
 

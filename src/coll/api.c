@@ -209,12 +209,9 @@ static hcomm_status_t run_direct(const call_t *k, hcomm_comm_impl_t *c,
                                  hcomm_prof_call_t *pc) {
     struct hcomm_request on_stack, *req = new_request(out, &on_stack);
     if (!req) return HCOMM_ERR_NO_MEMORY;
-    hcomm_status_t st = hcomm_shm_op_start(
-        &req->direct, c->shm, algo, k->coll, k->sendbuf, k->recvbuf, k->count,
-        hcomm_dtype_size(k->dtype), k->root,
-        reduces(k->coll) ? hcomm_kernel_reduce(k->dtype, k->op) : NULL,
-        reduces(k->coll) && k->op == HCOMM_AVG ? hcomm_kernel_scale(k->dtype)
-                                               : NULL);
+    hcomm_status_t st =
+        hcomm_shm_op_start(&req->direct, c->shm, algo, k->coll, k->sendbuf,
+                           k->recvbuf, k->count, k->dtype, k->op, k->root);
     if (st == HCOMM_SUCCESS)
         st = hcomm_request_start(req, c, k->coll, NULL, NULL, !out);
     if (st != HCOMM_SUCCESS) {
@@ -307,7 +304,8 @@ static hcomm_status_t run_call(const call_t *k, hcomm_comm_t comm,
         return st;
     /* The shared segment and the node stages copy with the CPU. */
     int host_paths = !mem.on_gpu;
-    if (host_paths && c->shm && k->count && !hcomm_select_is_forced(k->coll)) {
+    /* count 0 too: every rank's descriptor must meet the others' */
+    if (host_paths && c->shm && !hcomm_select_is_forced(k->coll)) {
         hcomm_shm_algo_t direct =
             hcomm_shm_select(c->shm, k->coll, k->count * esize);
         if (direct != HCOMM_SHM_NONE) return run_direct(k, c, direct, out, pc);

@@ -74,17 +74,31 @@ nomem:
                        plan->nsteps);
 }
 
+/* A message of another length than step i's receive: the ranks passed
+ * different counts or types. */
+static void report_length(const hcomm_exec_t *ex, uint32_t i) {
+    const hcomm_step_t *s = &ex->plan->steps[i];
+    size_t got = ex->reqs[i].arrived, want = s->count * ex->esize;
+    char len[48];
+    if (got == HCOMM_TP_LONGER)
+        snprintf(len, sizeof(len), "more than %zu", want);
+    else
+        snprintf(len, sizeof(len), "%zu", got);
+    hcomm_error(HCOMM_ERR_MISMATCH,
+                "rank %d sent %s bytes where rank %d expected %zu (the ranks "
+                "passed different counts or types)",
+                s->peer, len, ex->tp->rank, want);
+}
+
 hcomm_status_t hcomm_exec_step_failed(const hcomm_exec_t *ex, uint32_t i,
                                       hcomm_status_t st) {
     const hcomm_step_t *s = &ex->plan->steps[i];
-    /* a transport that found out more has said it already */
+    if (st == HCOMM_ERR_MISMATCH) report_length(ex, i);
     if (st != HCOMM_ERR_TRANSPORT) return st;
-    return hcomm_error(st, "%s rank %d (%zu bytes) failed: %s",
+    return hcomm_error(st, "%s rank %d (%zu bytes) failed in the transport",
                        s->kind == HCOMM_STEP_SEND ? "sending to"
                                                   : "receiving from",
-                       s->peer, s->count * ex->esize,
-                       hcomm_last_error()[0] ? hcomm_last_error()
-                                             : "transport error");
+                       s->peer, s->count * ex->esize);
 }
 
 static int step_ready(const hcomm_exec_t *ex, const hcomm_step_t *s) {

@@ -123,6 +123,8 @@ static hcomm_status_t create_from(MPI_Comm parent, hcomm_comm_t *out) {
         st = hcomm_error(HCOMM_ERR_TRANSPORT, "MPI_Comm_dup failed");
         goto fail;
     }
+    /* The library returns errors; it never lets MPI abort the job. */
+    PMPI_Comm_set_errhandler(c->mpi_comm, MPI_ERRORS_RETURN);
     PMPI_Comm_rank(c->mpi_comm, &c->rank);
     PMPI_Comm_size(c->mpi_comm, &c->size);
     st = agree_on_id(c->mpi_comm, &c->id, &ucx_everywhere);

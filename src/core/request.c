@@ -51,9 +51,14 @@ static void list_remove(struct hcomm_request *req) {
 }
 
 static void advance(struct hcomm_request *req) {
-    if (req->status == HCOMM_ERR_IN_PROGRESS)
-        req->status = req->plan ? hcomm_exec_progress(&req->exec)
-                                : hcomm_shm_op_progress(&req->direct);
+    if (req->status != HCOMM_ERR_IN_PROGRESS) return;
+    req->status = req->plan ? hcomm_exec_progress(&req->exec)
+                            : hcomm_shm_op_progress(&req->direct);
+    /* Kept with the request: whoever waits for it (later, or on another
+     * thread) reports what went wrong, not only the status. Every failure
+     * below records its message as it returns. */
+    if (req->status != HCOMM_ERR_IN_PROGRESS && req->status != HCOMM_SUCCESS)
+        snprintf(req->why, sizeof(req->why), "%s", hcomm_last_error());
 }
 
 /* Progresses req unless another thread is doing so right now (only a
@@ -86,11 +91,13 @@ hcomm_status_t hcomm_request_start(struct hcomm_request *req,
     req->active = 0;
     req->profiled = 0;
     req->flight_call = 0;
+    req->told = 0;
     req->bytes = 0;
     req->last_liveness = 0;
     req->status = HCOMM_ERR_IN_PROGRESS;
     req->polls = 0;
     req->last_look = 0;
+    req->why[0] = '\0';
     if (plan) {
         hcomm_status_t st = hcomm_exec_start(&req->exec, args);
         if (st != HCOMM_SUCCESS) return st;
@@ -108,6 +115,8 @@ static void release(struct hcomm_request *req) {
     list_remove(req);
     hcomm_flight_end(&req->comm->flight, req->flight_call, req->status);
     if (req->profiled) hcomm_profile_end(&req->prof, req->status);
+    /* The ranks' calls no longer pair up: no later call can succeed. */
+    if (req->status == HCOMM_ERR_MISMATCH) req->comm->broken = req->status;
     if (!req->plan) return; /* a direct call holds nothing */
     if (req->status == HCOMM_SUCCESS)
         hcomm_exec_finish(&req->exec);
@@ -129,6 +138,7 @@ static int fail_waiting(struct hcomm_request *req, hcomm_status_t st,
     else if (!hcomm_exec_describe_wait(&req->exec, what, sizeof(what)))
         snprintf(what, sizeof(what), "local steps");
     req->status = st;
+    req->told = 1;
     c->broken = st;
     hcomm_error(st,
                 "%s (sequence %u, %zu bytes) on communicator %u, rank %d of "
@@ -208,14 +218,12 @@ hcomm_status_t hcomm_request_complete(struct hcomm_request *req) {
     }
     hcomm_status_t st = req->status;
     release(req);
-    if (st != HCOMM_SUCCESS && !req->comm->broken) {
-        /* what the transport or segment said stays in the message */
-        char cause[512];
-        snprintf(cause, sizeof(cause), "%s", hcomm_last_error());
+    if (st != HCOMM_SUCCESS && !req->told) {
         req->comm->broken = st;
         hcomm_error(st, "%s (sequence %u) failed on rank %d: %s",
                     hcomm_coll_name(req->coll), request_seq(req),
-                    req->comm->rank, cause[0] ? cause : hcomm_strerror(st));
+                    req->comm->rank,
+                    req->why[0] ? req->why : hcomm_strerror(st));
     }
     return st;
 }

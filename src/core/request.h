@@ -23,6 +23,8 @@ struct hcomm_request {
     unsigned polls;   /* of the current wait, or tests so far */
     double last_look, waiting_since; /* the clock, for the timeout */
     double last_liveness;            /* when peers were last found alive */
+    char why[512]; /* a failure's message, from where it was found */
+    int told;      /* the failure's message is final (fail_waiting) */
     struct hcomm_request *prev, *next;
     uint64_t flight_call; /* its flight recorder entry (0: none) */
     size_t bytes;         /* of its data, for messages */

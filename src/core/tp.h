@@ -30,7 +30,15 @@ typedef struct hcomm_tp_req {
     uint8_t mem;
     void *handle;          /* transport-private */
     uint64_t handle_store; /* transport-private (an MPI_Request, UCX state) */
+    /* transport-private (MPI: a receive's length, peer, tag and part) */
+    size_t posted;
+    int peer, tag, part;
+    /* A receive whose message had another length than posted completes
+     * with HCOMM_ERR_MISMATCH and this length (HCOMM_TP_LONGER: longer, by
+     * how much unknown); the executor names it. */
+    size_t arrived;
 } hcomm_tp_req_t;
+#define HCOMM_TP_LONGER SIZE_MAX
 
 /* HCOMM_TP_MEM_HOST matters with UCX built with CUDA: memory it would
  * otherwise take for CUDA memory (pinned staging) then never goes through

@@ -16,6 +16,14 @@
  * only once every peer's done >= s - 16, and the parity-s slots once every
  * peer's done >= s - 2.
  *
+ * Ranks that pass different arguments would count different rounds and
+ * read or write past each other's buffers: the first round's ring entry
+ * carries the call's descriptor (collective, count, type, operation,
+ * root), and every rank waits for every peer's first round and compares
+ * descriptors before it touches any peer's data. On a difference every
+ * rank fails with HCOMM_ERR_MISMATCH, and the segment is then failed:
+ * rounds are out of step, so every later call on it fails at once.
+ *
  * Calls on one communicator run their rounds in call order: a call starts
  * once the previous direct call on the communicator has completed locally.
  *
@@ -59,6 +67,7 @@ typedef struct hcomm_shm {
     int nregions, region_cap;
     uint32_t last_region_id;
     char *bounce; /* CMA reads before reducing (allocated on first use) */
+    hcomm_status_t failed; /* a call found a mismatch: later ones fail */
 } hcomm_shm_t;
 
 typedef enum {
@@ -117,6 +126,7 @@ typedef struct {
     char *recvbuf;
     size_t count, esize; /* count: elements (per rank for allgather) */
     int root;
+    uint64_t desc[2]; /* what every rank must pass alike (shm_check.c) */
     hcomm_reduce_fn_t reduce;
     hcomm_scale_fn_t scale;      /* HCOMM_AVG, else NULL */
     uint64_t first, seq;         /* first and current round number */
@@ -125,16 +135,15 @@ typedef struct {
     int waiting_for; /* the peer last waited on, for timeout messages */
 } hcomm_shm_op_t;
 
-/* Starts a call (it runs once its turn on the communicator comes).
- * reduce/scale may be NULL when coll does not reduce. */
+/* Starts a call (it runs once its turn on the communicator comes). op is
+ * ignored unless coll reduces, root unless it is a broadcast. */
 hcomm_status_t hcomm_shm_op_start(hcomm_shm_op_t *op, hcomm_shm_t *shm,
                                   hcomm_shm_algo_t algo, hcomm_coll_t coll,
                                   const void *sendbuf, void *recvbuf,
-                                  size_t count, size_t esize, int root,
-                                  hcomm_reduce_fn_t reduce,
-                                  hcomm_scale_fn_t scale);
+                                  size_t count, hcomm_dtype_t dtype,
+                                  hcomm_op_t rop, int root);
 /* Advances as far as the peers allow: HCOMM_ERR_IN_PROGRESS, HCOMM_SUCCESS
- * or an error (a failed cross-memory read). */
+ * or an error (HCOMM_ERR_MISMATCH, a failed cross-memory read). */
 hcomm_status_t hcomm_shm_op_progress(hcomm_shm_op_t *op);
 /* What an incomplete call waits for, for the timeout message. */
 void hcomm_shm_op_describe(const hcomm_shm_op_t *op, char *out, size_t len);

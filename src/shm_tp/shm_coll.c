@@ -78,9 +78,8 @@ static hcomm_status_t cma_copy(const hcomm_shm_op_t *op, int peer, void *local,
 hcomm_status_t hcomm_shm_op_start(hcomm_shm_op_t *op, hcomm_shm_t *shm,
                                   hcomm_shm_algo_t algo, hcomm_coll_t coll,
                                   const void *sendbuf, void *recvbuf,
-                                  size_t count, size_t esize, int root,
-                                  hcomm_reduce_fn_t reduce,
-                                  hcomm_scale_fn_t scale) {
+                                  size_t count, hcomm_dtype_t dtype,
+                                  hcomm_op_t rop, int root) {
     memset(op, 0, sizeof(*op));
     op->shm = shm;
     op->algo = algo;
@@ -88,11 +87,17 @@ hcomm_status_t hcomm_shm_op_start(hcomm_shm_op_t *op, hcomm_shm_t *shm,
     op->sendbuf = sendbuf;
     op->recvbuf = recvbuf;
     op->count = count;
-    op->esize = esize;
+    op->esize = hcomm_dtype_size(dtype);
     op->root = root;
-    op->reduce = reduce;
-    op->scale = scale;
+    if (coll == HCOMM_COLL_ALLREDUCE || coll == HCOMM_COLL_REDUCE_SCATTER) {
+        op->reduce = hcomm_kernel_reduce(dtype, rop);
+        op->scale = rop == HCOMM_AVG ? hcomm_kernel_scale(dtype) : NULL;
+        if (!op->reduce)
+            return hcomm_error(HCOMM_ERR_INTERNAL,
+                               "shm: no kernel for the type");
+    }
     op->waiting_for = -1;
+    size_t esize = op->esize;
     if (algo == HCOMM_SHM_CMA && coll == HCOMM_COLL_BCAST && shm->size != 2)
         return hcomm_error(HCOMM_ERR_INTERNAL,
                            "shm: a direct-read broadcast takes 2 ranks");
@@ -110,6 +115,11 @@ hcomm_status_t hcomm_shm_op_start(hcomm_shm_op_t *op, hcomm_shm_t *shm,
         op->chunk = shm->slot_bytes / esize / pieces;
         op->rounds = (count + op->chunk - 1) / op->chunk;
     }
+    /* Even a call of nothing takes a round: its descriptor must meet the
+     * peers' (a rank that passed 0 against others' count would otherwise
+     * pair its next call with theirs). */
+    if (op->rounds == 0) op->rounds = 1;
+    hcomm_shm_desc_make(op, dtype, rop);
     op->first = shm->next_seq;
     op->seq = op->first;
     shm->next_seq += op->rounds;
@@ -186,7 +196,9 @@ static void publish_input(hcomm_shm_op_t *op) {
     hcomm_shm_t *shm = op->shm;
     int p = (int)(op->seq & 1);
     size_t off = round_offset(op) * op->esize, n = round_count(op) * op->esize;
-    if (op->algo == HCOMM_SHM_CMA) {
+    if (op->count == 0) {
+        /* the descriptor alone */
+    } else if (op->algo == HCOMM_SHM_CMA) {
         hcomm_shm_info_t *info = hcomm_shm_info(shm, shm->rank);
         size_t rn = op->count * op->esize, sn = rn;
         if (op->coll == HCOMM_COLL_ALLGATHER) rn *= (size_t)shm->size;
@@ -204,6 +216,11 @@ static void publish_input(hcomm_shm_op_t *op) {
     } else if (op->coll != HCOMM_COLL_BCAST || shm->rank == op->root) {
         memcpy(hcomm_shm_in(shm, shm->rank, op->seq, n), op->sendbuf + off, n);
     }
+    /* Last, right before the counter: peers spin on that line, and a
+     * write to it long before the counter's would cost them a miss more. */
+    if (op->seq == op->first)
+        memcpy(hcomm_shm_desc(shm, shm->rank, op->seq), op->desc,
+               sizeof(op->desc));
     publish(op, SHM_ARRIVE);
 }
 
@@ -219,7 +236,8 @@ static void prefetch(const char *p, size_t bytes) {
 static void oneshot_reduce(hcomm_shm_op_t *op) {
     hcomm_shm_t *shm = op->shm;
     size_t n = round_count(op), bytes = n * op->esize;
-    if (bytes > HCOMM_SHM_LINE - 8) /* beyond the counter's line */
+    if (bytes >
+        HCOMM_SHM_LINE - HCOMM_SHM_ENTRY_DATA) /* past the counter's line */
         for (int r = 0; r < shm->size; r++)
             if (r != shm->rank)
                 prefetch(hcomm_shm_in(shm, r, op->seq, bytes), bytes);
@@ -303,7 +321,7 @@ static void slots_reduce_scatter(hcomm_shm_op_t *op) {
     size_t mine = (size_t)shm->rank * n * op->esize;
     char *dst = op->recvbuf + round_offset(op) * op->esize;
     for (int r = 0; r < shm->size; r++)
-        if (r != shm->rank && in > HCOMM_SHM_LINE - 8)
+        if (r != shm->rank && in > HCOMM_SHM_LINE - HCOMM_SHM_ENTRY_DATA)
             prefetch(hcomm_shm_in(shm, r, op->seq, in) + mine, n * op->esize);
     op->reduce(dst, hcomm_shm_in(shm, 0, op->seq, in) + mine,
                hcomm_shm_in(shm, 1, op->seq, in) + mine, n);
@@ -375,6 +393,7 @@ static hcomm_status_t bcast_copy(hcomm_shm_op_t *op) {
  * (or an error through *st). */
 static int after_arrive(hcomm_shm_op_t *op, hcomm_status_t *st) {
     int is_root = op->shm->rank == op->root;
+    if (op->count == 0) return -1; /* the descriptors were all */
     switch (op->coll) {
     case HCOMM_COLL_ALLREDUCE:
         if (op->algo == HCOMM_SHM_ONESHOT) {
@@ -408,8 +427,11 @@ static int after_arrive(hcomm_shm_op_t *op, hcomm_status_t *st) {
     }
 }
 
-/* Whether this round's inputs are there: every peer's, or the root's. */
+/* Whether this round's inputs are there: every peer's, or the root's. A
+ * call's first round waits for every peer, whose descriptor it checks: a
+ * broadcast root too, which then no longer runs ahead of its receivers. */
 static int inputs_arrived(hcomm_shm_op_t *op) {
+    if (op->seq == op->first) return all_reached(op, SHM_ARRIVE, op->seq);
     if (op->coll == HCOMM_COLL_BCAST && op->shm->rank == op->root)
         /* a direct-read root writes into the receivers' buffers */
         return op->algo != HCOMM_SHM_CMA ||
@@ -426,9 +448,9 @@ static int waits_for_readers(const hcomm_shm_op_t *op) {
     return op->coll != HCOMM_COLL_BCAST || op->shm->rank == op->root;
 }
 
-/* A broadcast root runs ahead of its receivers, so the next round's entry
- * is likely written already: fetch it now, while this call returns and the
- * next one starts (the root: take the line for writing). */
+/* A broadcast root is often ahead of its receivers, so the next round's
+ * entry is likely written already: fetch it now, while this call returns
+ * and the next one starts (the root: take the line for writing). */
 static void prefetch_next_entry(const hcomm_shm_op_t *op) {
     const hcomm_shm_t *shm = op->shm;
     if (shm->rank == op->root)
@@ -447,6 +469,13 @@ static uint64_t reuse_distance(const hcomm_shm_op_t *op) {
     return 2;
 }
 
+/* A call queued behind one that failed: the rounds are out of step. */
+static hcomm_status_t failed_earlier(const hcomm_shm_op_t *op) {
+    return hcomm_error(
+        op->shm->failed, "%s: an earlier call on this communicator failed (%s)",
+        hcomm_coll_name(op->coll), hcomm_strerror(op->shm->failed));
+}
+
 hcomm_status_t hcomm_shm_op_progress(hcomm_shm_op_t *op) {
     hcomm_shm_t *shm = op->shm;
     hcomm_status_t st = HCOMM_SUCCESS;
@@ -457,7 +486,8 @@ hcomm_status_t hcomm_shm_op_progress(hcomm_shm_op_t *op) {
         }
         switch (op->phase) {
         case PHASE_TURN:
-            if (shm->completed + 1 != op->first) return HCOMM_ERR_IN_PROGRESS;
+            if (shm->completed + 1 != op->first)
+                return shm->failed ? failed_earlier(op) : HCOMM_ERR_IN_PROGRESS;
             op->phase = PHASE_FREE;
             /* fall through */
         case PHASE_FREE: {
@@ -470,6 +500,9 @@ hcomm_status_t hcomm_shm_op_progress(hcomm_shm_op_t *op) {
             /* fall through */
         case PHASE_ARRIVE: {
             if (!inputs_arrived(op)) return HCOMM_ERR_IN_PROGRESS;
+            if (op->seq == op->first &&
+                (st = hcomm_shm_desc_check(op)) != HCOMM_SUCCESS)
+                return st;
             int next = after_arrive(op, &st);
             if (st != HCOMM_SUCCESS) return st;
             if (next < 0) break;

@@ -10,14 +10,17 @@
 /* Lines: reduced, done, info (two). */
 #define HCOMM_SHM_COUNTERS (4 * HCOMM_SHM_LINE)
 /* Every round's arrive counter sits in an entry of a ring indexed by the
- * round number, followed, when the round is small enough, by its data:
- * a peer's data then costs no second cache miss. A rank may run
- * HCOMM_SHM_RING small rounds ahead of its slowest peer (a broadcast root
- * does), so it reads a peer's done counter once per several rounds, not
- * every round. Larger rounds put their data in the slot of their parity. */
+ * round number, then, in a call's first round, the call's descriptor (two
+ * words), then, when the round is small enough, its data: a peer's
+ * descriptor and data then cost no second cache miss. A rank may run
+ * HCOMM_SHM_RING small rounds ahead of its slowest peer, so it reads a
+ * peer's done counter once per several rounds, not every round. Larger
+ * rounds put their data in the slot of their parity. */
 #define HCOMM_SHM_RING 16
 #define HCOMM_SHM_ENTRY 512
-#define HCOMM_SHM_RING_DATA (HCOMM_SHM_ENTRY - 8)
+#define HCOMM_SHM_ENTRY_DESC 8  /* offset of the descriptor in an entry */
+#define HCOMM_SHM_ENTRY_DATA 24 /* offset of the data */
+#define HCOMM_SHM_RING_DATA (HCOMM_SHM_ENTRY - HCOMM_SHM_ENTRY_DATA)
 #define HCOMM_SHM_HEADER (HCOMM_SHM_COUNTERS + HCOMM_SHM_RING * HCOMM_SHM_ENTRY)
 
 typedef struct {
@@ -80,15 +83,64 @@ static inline int hcomm_shm_in_ring(size_t bytes) {
 /* Where rank puts its input of round seq, a round of bytes. */
 static inline char *hcomm_shm_in(const hcomm_shm_t *shm, int rank, uint64_t seq,
                                  size_t bytes) {
-    if (hcomm_shm_in_ring(bytes)) return hcomm_shm_entry(shm, rank, seq) + 8;
+    if (hcomm_shm_in_ring(bytes))
+        return hcomm_shm_entry(shm, rank, seq) + HCOMM_SHM_ENTRY_DATA;
     return hcomm_shm_area(shm, rank) + HCOMM_SHM_HEADER +
            (size_t)(seq & 1) * shm->slot_bytes;
+}
+
+/* The descriptor rank wrote in the first round of the call at seq. */
+static inline uint64_t *hcomm_shm_desc(const hcomm_shm_t *shm, int rank,
+                                       uint64_t seq) {
+    return (uint64_t *)(void *)(hcomm_shm_entry(shm, rank, seq) +
+                                HCOMM_SHM_ENTRY_DESC);
 }
 
 /* Result slot of round parity p. */
 static inline char *hcomm_shm_res(const hcomm_shm_t *shm, int rank, int p) {
     return hcomm_shm_area(shm, rank) + HCOMM_SHM_HEADER + 2 * shm->slot_bytes +
            (size_t)p * hcomm_shm_result_bytes(shm->size, shm->slot_bytes);
+}
+
+/* A call's descriptor: what every rank must pass alike. Word 0 is the
+ * count; word 1 is [root:32][op:8][type:8][0:8][collective:8], where the
+ * type is the data type of a reduction, else the element size with
+ * HCOMM_SHM_DESC_SIZE set (moving bytes, int32 and float32 are alike), and
+ * op and root are kept only where they matter, so that what a call ignores
+ * cannot differ. */
+#define HCOMM_SHM_DESC_SIZE 0x80u
+#define HCOMM_SHM_DESC_NO_OP 0xffu
+
+static inline void hcomm_shm_desc_make(hcomm_shm_op_t *op, hcomm_dtype_t dtype,
+                                       hcomm_op_t rop) {
+    int r = op->coll == HCOMM_COLL_ALLREDUCE ||
+            op->coll == HCOMM_COLL_REDUCE_SCATTER;
+    uint64_t type = r ? (uint64_t)dtype : HCOMM_SHM_DESC_SIZE | op->esize;
+    uint64_t o = r ? (uint64_t)rop : HCOMM_SHM_DESC_NO_OP;
+    uint64_t root = op->coll == HCOMM_COLL_BCAST ? (uint32_t)op->root : 0;
+    op->desc[0] = op->count;
+    op->desc[1] = (uint64_t)op->coll | type << 16 | o << 24 | root << 32;
+}
+
+/* HCOMM_ERR_MISMATCH with a message that names the fields and the ranks
+ * that differ; the segment is failed (shm_check.c). */
+hcomm_status_t hcomm_shm_desc_mismatch(hcomm_shm_op_t *op);
+
+/* Whether every peer's descriptor of op's first round (all published) is
+ * op's: two words per peer from lines the arrive counters brought in. Not
+ * this rank's own line: a peer's read may have taken it away (a remote
+ * read of a line just written can migrate it), and reading it back would
+ * cost a miss. */
+static inline hcomm_status_t hcomm_shm_desc_check(hcomm_shm_op_t *op) {
+    const hcomm_shm_t *shm = op->shm;
+    const char *d = (const char *)hcomm_shm_desc(shm, 0, op->first);
+    uint64_t differ = 0;
+    for (int p = 0; p < shm->size; p++, d += shm->area_bytes) {
+        const uint64_t *w = (const uint64_t *)(const void *)d;
+        if (p != shm->rank)
+            differ |= (w[0] ^ op->desc[0]) | (w[1] ^ op->desc[1]);
+    }
+    return differ ? hcomm_shm_desc_mismatch(op) : HCOMM_SUCCESS;
 }
 
 #endif

@@ -4,6 +4,7 @@
 #include "core/log.h"
 #include "topo/topo.h"
 
+#include <ctype.h>
 #include <jansson.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -66,11 +67,22 @@ static hcomm_status_t only_keys(ctx_t *cx, json_t *obj,
     return HCOMM_SUCCESS;
 }
 
-static int looks_like_pci(const char *s) {
-    unsigned d, b, v, f;
-    int end = 0;
-    return sscanf(s, "%4x:%2x:%2x.%1x%n", &d, &b, &v, &f, &end) == 4 &&
-           s[end] == '\0';
+/* A PCI bus id exactly as hwloc writes it ("dddd:bb:dd.f", lower-case
+ * hex), into out; 0 for anything else. Checked character by character:
+ * sscanf's %x would take leading blanks, a sign or 0x, and so a string far
+ * longer than the field. */
+#define PCI_FORM "hhhh:hh:hh.h"
+_Static_assert(sizeof(PCI_FORM) <= HCOMM_TOPO_PCI_LEN, "an id fits pci");
+
+static int read_pci(const char *s, char out[HCOMM_TOPO_PCI_LEN]) {
+    static const char form[] = PCI_FORM;
+    for (size_t i = 0; i < sizeof(form); i++) {
+        int hex = form[i] == 'h' && isxdigit((unsigned char)s[i]);
+        if (!hex && s[i] != form[i]) return 0; /* the '\0's match too */
+    }
+    for (size_t i = 0; i < sizeof(form); i++)
+        out[i] = (char)tolower((unsigned char)s[i]);
+    return 1;
 }
 
 /* "gpus" or "nics": an array of non-empty strings. */
@@ -98,8 +110,8 @@ static hcomm_status_t read_devs(ctx_t *cx, json_t *node, const char *key,
             return bad(cx, "a device name needs 1 to %d characters",
                        HCOMM_TOPO_NAME_LEN - 1);
         hcomm_topo_dev_t *d = &(*out)[i];
-        strcpy(d->name, s);
-        if (looks_like_pci(s)) strcpy(d->pci, s);
+        snprintf(d->name, sizeof(d->name), "%s", s);
+        read_pci(s, d->pci);
     }
     *count = (int)json_array_size(arr);
     cx->where[base] = '\0';

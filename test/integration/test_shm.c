@@ -215,10 +215,9 @@ static void check_registered(hcomm_comm_t comm, const char *what) {
     }
 }
 
-/* A broadcast root does not wait for its receivers: it runs up to the
- * ring's depth of small rounds ahead. Receivers start late here, so the
- * root fills the ring; then broadcasts of every small size (rotating
- * roots) mix with allreduce and allgather rounds that use the slots. */
+/* Receivers start late here, so the root waits for them in its first
+ * call; then broadcasts of every small size (rotating roots) mix with
+ * allreduce and allgather rounds that use the slots. */
 static void check_run_ahead(hcomm_comm_t comm, const char *what) {
     enum { CALLS = 300, ALONE = 100, MAX = 600 };
     unsigned char buf[MAX], gathered[MAX * 8];

@@ -7,7 +7,9 @@
  * not, allgather, every broadcast root (direct reads at 2 ranks), and two
  * non-blocking calls driven in reverse order. Results are compared element by
  * element with a reference reduced here in rank order (inputs are small
- * integers, so every order gives the same exact value). */
+ * integers, so every order gives the same exact value). Ranks that pass
+ * different counts all fail, before writing anything, and so do later
+ * calls. */
 #include "shm_tp/shm.h"
 
 #include <pthread.h>
@@ -129,18 +131,16 @@ static void allreduce_case(rank_t *rk, hcomm_shm_algo_t algo, hcomm_dtype_t dt,
     char *send = malloc(n * es), *recv = malloc(n * es);
     char *want = malloc(n * es), *recv2 = malloc(n * es);
     fill(send, dt, n, rk->rank, op);
-    hcomm_reduce_fn_t fn = hcomm_kernel_reduce(dt, op);
-    hcomm_scale_fn_t sc = op == HCOMM_AVG ? hcomm_kernel_scale(dt) : NULL;
     reference(want, dt, op, n, rk->size);
     if (inplace) memcpy(recv, send, n * es);
     memset(recv2, 0x5a, n * es);
     hcomm_shm_op_t a, b;
     hcomm_status_t st =
         hcomm_shm_op_start(&a, rk->shm, algo, HCOMM_COLL_ALLREDUCE,
-                           inplace ? recv : send, recv, n, es, 0, fn, sc);
+                           inplace ? recv : send, recv, n, dt, op, 0);
     if (st == HCOMM_SUCCESS && pair)
         st = hcomm_shm_op_start(&b, rk->shm, algo, HCOMM_COLL_ALLREDUCE, send,
-                                recv2, n, es, 0, fn, sc);
+                                recv2, n, dt, op, 0);
     if (st == HCOMM_SUCCESS) st = drive(&a, pair ? &b : NULL);
     if (st != HCOMM_SUCCESS)
         note_failure(rk, "allreduce %s failed: %s", algo_name(algo),
@@ -168,15 +168,12 @@ static void reduce_scatter_case(rank_t *rk, hcomm_shm_algo_t algo,
     char *send = malloc(total * es), *recv = malloc(n * es);
     char *want = malloc(total * es);
     fill(send, dt, total, rk->rank, op);
-    hcomm_reduce_fn_t fn = hcomm_kernel_reduce(dt, op);
-    hcomm_scale_fn_t sc = op == HCOMM_AVG ? hcomm_kernel_scale(dt) : NULL;
     reference(want, dt, op, total, rk->size);
     memset(recv, 0x5a, n * es);
     char *out = inplace ? send + mine : recv; /* hcomm.h's in-place form */
     hcomm_shm_op_t a;
-    hcomm_status_t st =
-        hcomm_shm_op_start(&a, rk->shm, algo, HCOMM_COLL_REDUCE_SCATTER, send,
-                           out, n, es, 0, fn, sc);
+    hcomm_status_t st = hcomm_shm_op_start(
+        &a, rk->shm, algo, HCOMM_COLL_REDUCE_SCATTER, send, out, n, dt, op, 0);
     if (st == HCOMM_SUCCESS) st = drive(&a, NULL);
     if (st != HCOMM_SUCCESS)
         note_failure(rk, "reduce_scatter %s failed: %s", algo_name(algo),
@@ -207,7 +204,7 @@ static void allgather_case(rank_t *rk, hcomm_shm_algo_t algo, size_t n,
     hcomm_shm_op_t op;
     hcomm_status_t st =
         hcomm_shm_op_start(&op, rk->shm, algo, HCOMM_COLL_ALLGATHER, mine, recv,
-                           n, 1, 0, NULL, NULL);
+                           n, HCOMM_UINT8, HCOMM_SUM, 0);
     if (st == HCOMM_SUCCESS) st = drive(&op, NULL);
     for (int r = 0; r < P && st == HCOMM_SUCCESS; r++)
         for (size_t i = 0; i < n; i++)
@@ -231,7 +228,8 @@ static void bcast_case(rank_t *rk, hcomm_shm_algo_t algo, size_t n, int root) {
         /* above two ranks a broadcast stays on the slots */
         hcomm_shm_op_t op;
         if (hcomm_shm_op_start(&op, rk->shm, algo, HCOMM_COLL_BCAST, NULL, NULL,
-                               n, 1, root, NULL, NULL) != HCOMM_ERR_INTERNAL)
+                               n, HCOMM_UINT8, HCOMM_SUM,
+                               root) != HCOMM_ERR_INTERNAL)
             note_failure(rk, "direct-read bcast accepted at %d ranks",
                          rk->size);
         return;
@@ -240,8 +238,9 @@ static void bcast_case(rank_t *rk, hcomm_shm_algo_t algo, size_t n, int root) {
     for (size_t i = 0; i < n; i++)
         buf[i] = rk->rank == root ? byte_of(root, i) : 0;
     hcomm_shm_op_t op;
-    hcomm_status_t st = hcomm_shm_op_start(&op, rk->shm, algo, HCOMM_COLL_BCAST,
-                                           buf, buf, n, 1, root, NULL, NULL);
+    hcomm_status_t st =
+        hcomm_shm_op_start(&op, rk->shm, algo, HCOMM_COLL_BCAST, buf, buf, n,
+                           HCOMM_UINT8, HCOMM_SUM, root);
     if (st == HCOMM_SUCCESS) st = drive(&op, NULL);
     if (st != HCOMM_SUCCESS)
         note_failure(rk, "bcast failed: %s", hcomm_strerror(st));
@@ -308,6 +307,74 @@ static void run_ranks(int P) {
     free(base);
 }
 
+/* Ranks that pass different counts (and, second, operations): every rank
+ * fails with HCOMM_ERR_MISMATCH in the call's first round, before it
+ * touches any peer's data, and so does the next call on the segment. */
+typedef struct {
+    rank_t *rk;
+    hcomm_status_t first, second, third;
+    float out[64];
+} mismatch_rank_t;
+
+static void *mismatch_main(void *arg) {
+    mismatch_rank_t *m = arg;
+    rank_t *rk = m->rk;
+    float in[64] = {0};
+    hcomm_shm_op_t op;
+    /* agreed: it runs */
+    m->first = hcomm_shm_op_start(&op, rk->shm, HCOMM_SHM_ONESHOT,
+                                  HCOMM_COLL_ALLREDUCE, in, m->out, 8,
+                                  HCOMM_FLOAT32, HCOMM_SUM, 0);
+    if (m->first == HCOMM_SUCCESS) m->first = drive(&op, NULL);
+    size_t n = rk->rank == rk->size - 1 ? 64 : 32;
+    memset(m->out, 0x5a, sizeof(m->out));
+    m->second = hcomm_shm_op_start(&op, rk->shm, HCOMM_SHM_ONESHOT,
+                                   HCOMM_COLL_ALLREDUCE, in, m->out, n,
+                                   HCOMM_FLOAT32, HCOMM_SUM, 0);
+    if (m->second == HCOMM_SUCCESS) m->second = drive(&op, NULL);
+    m->third = hcomm_shm_op_start(&op, rk->shm, HCOMM_SHM_ONESHOT,
+                                  HCOMM_COLL_ALLREDUCE, in, m->out, 8,
+                                  HCOMM_FLOAT32, HCOMM_SUM, 0);
+    if (m->third == HCOMM_SUCCESS) m->third = drive(&op, NULL);
+    return NULL;
+}
+
+static void test_mismatch(void **state) {
+    (void)state;
+    for (int P = 2; P <= 4; P++) {
+        size_t bytes = hcomm_shm_segment_bytes(P, SLOT);
+        void *base = aligned_alloc(4096, bytes);
+        assert_non_null(base);
+        memset(base, 0, bytes);
+        rank_t rk[MAXP];
+        mismatch_rank_t m[MAXP];
+        pthread_t th[MAXP];
+        for (int r = 0; r < P; r++) {
+            rk[r] = (rank_t){.rank = r, .size = P};
+            m[r] = (mismatch_rank_t){.rk = &rk[r]};
+            assert_int_equal(
+                hcomm_shm_attach(base, bytes, r, P, SLOT, 1, &rk[r].shm),
+                HCOMM_SUCCESS);
+        }
+        for (int r = 0; r < P; r++)
+            assert_int_equal(pthread_create(&th[r], NULL, mismatch_main, &m[r]),
+                             0);
+        for (int r = 0; r < P; r++)
+            pthread_join(th[r], NULL);
+        for (int r = 0; r < P; r++) {
+            assert_int_equal(m[r].first, HCOMM_SUCCESS);
+            assert_int_equal(m[r].second, HCOMM_ERR_MISMATCH);
+            assert_int_equal(m[r].third, HCOMM_ERR_MISMATCH);
+            /* nothing was written: the check comes before any data */
+            unsigned char *o = (unsigned char *)m[r].out;
+            for (size_t i = 0; i < sizeof(m[r].out); i++)
+                assert_int_equal(o[i], 0x5a);
+            hcomm_shm_destroy(rk[r].shm);
+        }
+        free(base);
+    }
+}
+
 static void test_2_ranks(void **state) {
     (void)state;
     run_ranks(2);
@@ -331,8 +398,8 @@ static void test_8_ranks(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_2_ranks), cmocka_unit_test(test_3_ranks),
-        cmocka_unit_test(test_4_ranks), cmocka_unit_test(test_5_ranks),
-        cmocka_unit_test(test_8_ranks)};
+        cmocka_unit_test(test_mismatch), cmocka_unit_test(test_2_ranks),
+        cmocka_unit_test(test_3_ranks),  cmocka_unit_test(test_4_ranks),
+        cmocka_unit_test(test_5_ranks),  cmocka_unit_test(test_8_ranks)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,6 +1,7 @@
 /* Topology without MPI: the node map built from rank labels, the
  * HCOMM_OVERRIDE_TOPO parser on good and malformed files (written to a
- * temporary directory), and hwloc's view of this process. */
+ * temporary directory) and on device strings that look almost like PCI
+ * bus ids, and hwloc's view of this process. */
 #include "topo/topo.h"
 
 #include <limits.h>
@@ -297,6 +298,57 @@ static void test_override_keys(void **state) {
           "nodes[1]", "node name \"a\" is used twice", NULL);
 }
 
+/* Device strings that hold a PCI bus id ("dddd:bb:dd.f", hex) fill pci
+ * too; nothing else does, and nothing is written past either field. A
+ * string of leading blanks and an id passed sscanf's "%4x" and was then
+ * copied whole into the 16 bytes of pci, over the next device's name. */
+static void test_override_pci(void **state) {
+    (void)state;
+    static const char *const not_pci[] = {
+        "                                        0000:1b:00.0", /* 52 */
+        " 0000:1b:00.0",
+        "\t0000:1b:00.0",
+        "0000:1b:00.0 ",
+        "0x00:1b:00.0",
+        "+000:1b:00.0",
+        "000:1b:00.0",
+        "0000:1b:0.0",
+        "0000:1b:00.00",
+        "0000:1g:00.0",
+        "0000-1b-00.0",
+        "00000:1b:00.0",
+        "0000:1b:00:0"};
+    size_t n = sizeof(not_pci) / sizeof(not_pci[0]);
+    char text[4096] = "{\"nodes\": [{\"ranks\": [0], \"gpus\": [";
+    for (size_t i = 0; i < n; i++) {
+        size_t used = strlen(text);
+        snprintf(text + used, sizeof(text) - used, "%s\"%s\"", i ? ", " : "",
+                 not_pci[i][0] == '\t' ? "\\t0000:1b:00.0" : not_pci[i]);
+    }
+    size_t used = strlen(text);
+    snprintf(text + used, sizeof(text) - used,
+             "], \"nics\": [\"0000:1B:00.0\", \"abcd:ef:1f.7\"]}]}");
+    hcomm_topo_override_t ov;
+    assert_int_equal(hcomm_topo_override_load(file(text), 1, &ov),
+                     HCOMM_SUCCESS);
+    const hcomm_topo_onode_t *node = &ov.nodes[0];
+    assert_int_equal(node->ngpus, (int)n);
+    for (size_t i = 0; i < n; i++) {
+        assert_string_equal(node->gpus[i].name, not_pci[i]);
+        assert_string_equal(node->gpus[i].pci, "");
+    }
+    /* The list's zeroed terminator: a long copy into the last pci ran on
+     * into it. */
+    const unsigned char *end = (const unsigned char *)&node->gpus[n];
+    for (size_t i = 0; i < sizeof(node->gpus[n]); i++)
+        assert_int_equal(end[i], 0);
+    /* Ids: as hwloc writes them (lower case), the name as given. */
+    assert_string_equal(node->nics[0].name, "0000:1B:00.0");
+    assert_string_equal(node->nics[0].pci, "0000:1b:00.0");
+    assert_string_equal(node->nics[1].pci, "abcd:ef:1f.7");
+    hcomm_topo_override_free(&ov);
+}
+
 static void test_override_no_file(void **state) {
     (void)state;
     hcomm_topo_override_t ov;
@@ -323,6 +375,7 @@ int main(void) {
         cmocka_unit_test(test_override_types),
         cmocka_unit_test(test_override_empty),
         cmocka_unit_test(test_override_keys),
+        cmocka_unit_test(test_override_pci),
         cmocka_unit_test(test_override_no_file),
     };
     failed += cmocka_run_group_tests_name("topo_override", override_tests,
