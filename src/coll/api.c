@@ -213,7 +213,7 @@ static hcomm_status_t run_direct(const call_t *k, hcomm_comm_impl_t *c,
         hcomm_shm_op_start(&req->direct, c->shm, algo, k->coll, k->sendbuf,
                            k->recvbuf, k->count, k->dtype, k->op, k->root);
     if (st == HCOMM_SUCCESS)
-        st = hcomm_request_start(req, c, k->coll, NULL, NULL, !out);
+        st = hcomm_request_start(req, c, k->coll, NULL, NULL, !out, 0);
     if (st != HCOMM_SUCCESS) {
         if (out) free(req);
         return st;
@@ -368,7 +368,18 @@ static hcomm_status_t run_call(const call_t *k, hcomm_comm_t comm,
         hcomm_comm_plan_put(c, plan);
         return HCOMM_ERR_NO_MEMORY;
     }
-    st = hcomm_request_start(req, c, k->coll, plan, &ea, !out);
+    /* On GPU memory, where the host form of the call would take the shared
+     * segment, the ranks first agree there that all passed GPU memory (a
+     * rank with host memory would wait on the segment while this one ran
+     * the plan). */
+    int agree =
+        mem.on_gpu && c->shm && k->count && !hcomm_select_is_forced(k->coll) &&
+        hcomm_shm_select(c->shm, k->coll, k->count * esize) != HCOMM_SHM_NONE;
+    if (agree)
+        st = hcomm_shm_op_agree(&req->direct, c->shm, k->coll, k->count,
+                                k->dtype, k->op, k->root);
+    if (st == HCOMM_SUCCESS)
+        st = hcomm_request_start(req, c, k->coll, plan, &ea, !out, agree);
     if (st != HCOMM_SUCCESS) {
         hcomm_comm_plan_put(c, plan);
         if (out) free(req);

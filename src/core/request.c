@@ -52,8 +52,14 @@ static void list_remove(struct hcomm_request *req) {
 
 static void advance(struct hcomm_request *req) {
     if (req->status != HCOMM_ERR_IN_PROGRESS) return;
-    req->status = req->plan ? hcomm_exec_progress(&req->exec)
-                            : hcomm_shm_op_progress(&req->direct);
+    if (req->agreeing) {
+        hcomm_status_t st = hcomm_shm_op_progress(&req->direct);
+        if (st == HCOMM_SUCCESS) req->agreeing = 0;
+        if (st != HCOMM_SUCCESS) req->status = st; /* or still in progress */
+    }
+    if (!req->agreeing)
+        req->status = req->plan ? hcomm_exec_progress(&req->exec)
+                                : hcomm_shm_op_progress(&req->direct);
     /* Kept with the request: whoever waits for it (later, or on another
      * thread) reports what went wrong, not only the status. Every failure
      * below records its message as it returns. */
@@ -83,9 +89,10 @@ static void progress_others(struct hcomm_request *self) {
 hcomm_status_t hcomm_request_start(struct hcomm_request *req,
                                    hcomm_comm_impl_t *comm, hcomm_coll_t coll,
                                    const hcomm_plan_t *plan,
-                                   const hcomm_exec_args_t *args,
-                                   int blocking) {
+                                   const hcomm_exec_args_t *args, int blocking,
+                                   int agree) {
     req->comm = comm;
+    req->agreeing = agree;
     req->plan = plan;
     req->coll = coll;
     req->active = 0;
@@ -108,7 +115,8 @@ hcomm_status_t hcomm_request_start(struct hcomm_request *req,
 }
 
 static uint32_t request_seq(const struct hcomm_request *req) {
-    return req->plan ? req->exec.seq : (uint32_t)req->direct.seq;
+    return req->plan && !req->agreeing ? req->exec.seq
+                                       : (uint32_t)req->direct.seq;
 }
 
 static void release(struct hcomm_request *req) {
@@ -133,7 +141,7 @@ static int fail_waiting(struct hcomm_request *req, hcomm_status_t st,
     char what[512];
     hcomm_comm_impl_t *c = req->comm;
     if (req->active && atomic_flag_test_and_set(&req->busy)) return 0;
-    if (!req->plan)
+    if (!req->plan || req->agreeing)
         hcomm_shm_op_describe(&req->direct, what, sizeof(what));
     else if (!hcomm_exec_describe_wait(&req->exec, what, sizeof(what)))
         snprintf(what, sizeof(what), "local steps");
@@ -155,7 +163,8 @@ static int fail_waiting(struct hcomm_request *req, hcomm_status_t st,
  * rather than at the timeout. */
 static int peer_died(struct hcomm_request *req, double t, char *why,
                      size_t len) {
-    if (req->plan || t - req->last_liveness < 0.25) return 0;
+    if ((req->plan && !req->agreeing) || t - req->last_liveness < 0.25)
+        return 0;
     req->last_liveness = t;
     int peer = req->direct.waiting_for, pid = 0;
     if (peer < 0 || hcomm_shm_peer_alive(req->direct.shm, peer, &pid)) return 0;

@@ -25,6 +25,7 @@ struct hcomm_request {
     double last_liveness;            /* when peers were last found alive */
     char why[512]; /* a failure's message, from where it was found */
     int told;      /* the failure's message is final (fail_waiting) */
+    int agreeing;  /* req->direct's agreement round runs before the plan */
     struct hcomm_request *prev, *next;
     uint64_t flight_call; /* its flight recorder entry (0: none) */
     size_t bytes;         /* of its data, for messages */
@@ -33,13 +34,17 @@ struct hcomm_request {
 };
 
 /* Starts plan on comm (or, with plan NULL, the direct call already set up
- * in req->direct); on success the request runs. A blocking call's request
- * (driven to completion by its own thread at once) stays out of the list of
- * running requests that waits in other threads progress. */
+ * in req->direct); on success the request runs. With agree, req->direct
+ * holds a call's agreement round on the shared segment
+ * (hcomm_shm_op_agree), which completes before the plan moves anything. A
+ * blocking call's request (driven to completion by its own thread at once)
+ * stays out of the list of running requests that waits in other threads
+ * progress. */
 hcomm_status_t hcomm_request_start(struct hcomm_request *req,
                                    hcomm_comm_impl_t *comm, hcomm_coll_t coll,
                                    const hcomm_plan_t *plan,
-                                   const hcomm_exec_args_t *args, int blocking);
+                                   const hcomm_exec_args_t *args, int blocking,
+                                   int agree);
 /* Drives req to completion, progressing every other running request too,
  * within HCOMM_TIMEOUT; releases what it holds. */
 hcomm_status_t hcomm_request_complete(struct hcomm_request *req);

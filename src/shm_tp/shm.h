@@ -142,6 +142,14 @@ hcomm_status_t hcomm_shm_op_start(hcomm_shm_op_t *op, hcomm_shm_t *shm,
                                   const void *sendbuf, void *recvbuf,
                                   size_t count, hcomm_dtype_t dtype,
                                   hcomm_op_t rop, int root);
+/* A call on GPU memory runs elsewhere (the plans) but first agrees here:
+ * one round whose descriptor is the call's, marked as GPU memory, so that
+ * ranks that passed host memory to the same call, or other arguments, all
+ * fail with HCOMM_ERR_MISMATCH instead of waiting on different paths. */
+hcomm_status_t hcomm_shm_op_agree(hcomm_shm_op_t *op, hcomm_shm_t *shm,
+                                  hcomm_coll_t coll, size_t count,
+                                  hcomm_dtype_t dtype, hcomm_op_t rop,
+                                  int root);
 /* Advances as far as the peers allow: HCOMM_ERR_IN_PROGRESS, HCOMM_SUCCESS
  * or an error (HCOMM_ERR_MISMATCH, a failed cross-memory read). */
 hcomm_status_t hcomm_shm_op_progress(hcomm_shm_op_t *op);

@@ -9,13 +9,14 @@
 typedef struct {
     hcomm_coll_t coll;
     unsigned long long count;
-    unsigned type, op, root;
+    unsigned type, op, root, gpu;
 } fields_t;
 
 static fields_t fields(const uint64_t *d) {
-    return (fields_t){(hcomm_coll_t)(d[1] & 0xff), (unsigned long long)d[0],
-                      (unsigned)(d[1] >> 16 & 0xff),
-                      (unsigned)(d[1] >> 24 & 0xff), (unsigned)(d[1] >> 32)};
+    return (fields_t){
+        (hcomm_coll_t)(d[1] & 0xff),   (unsigned long long)d[0],
+        (unsigned)(d[1] >> 16 & 0xff), (unsigned)(d[1] >> 24 & 0xff),
+        (unsigned)(d[1] >> 32),        (d[1] & HCOMM_SHM_DESC_GPU) != 0};
 }
 
 static const char *type_text(unsigned type, char *buf, size_t len) {
@@ -86,6 +87,11 @@ static void explain(const hcomm_shm_t *shm, uint64_t seq, char *out,
             snprintf(x, sizeof(x), "passed %s", op_text(a.op));
             snprintf(y, sizeof(y), "passed %s", op_text(b.op));
             add(out, len, "operation", 0, x, first, y);
+        }
+        if (a.gpu != b.gpu) {
+            add(out, len, "memory", 0,
+                a.gpu ? "passed GPU memory" : "passed host memory", first,
+                b.gpu ? "passed GPU memory" : "passed host memory");
         }
         if (a.root != b.root) {
             snprintf(x, sizeof(x), "passed root %u", a.root);

@@ -126,6 +126,20 @@ hcomm_status_t hcomm_shm_op_start(hcomm_shm_op_t *op, hcomm_shm_t *shm,
     return HCOMM_SUCCESS;
 }
 
+hcomm_status_t hcomm_shm_op_agree(hcomm_shm_op_t *op, hcomm_shm_t *shm,
+                                  hcomm_coll_t coll, size_t count,
+                                  hcomm_dtype_t dtype, hcomm_op_t rop,
+                                  int root) {
+    /* a call of nothing: one round, its descriptor alone ... */
+    hcomm_status_t st = hcomm_shm_op_start(op, shm, HCOMM_SHM_ONESHOT, coll,
+                                           NULL, NULL, 0, dtype, rop, root);
+    if (st != HCOMM_SUCCESS) return st;
+    /* ... which says what the call is, and that it is on GPU memory */
+    op->desc[0] = count;
+    op->desc[1] |= HCOMM_SHM_DESC_GPU;
+    return HCOMM_SUCCESS;
+}
+
 /* Publishes where this rank's buffer of len bytes is: a region id and
  * offset when it is registered, else its address. */
 static void publish_buffer(const hcomm_shm_t *shm, const void *buf, size_t len,

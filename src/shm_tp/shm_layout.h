@@ -110,6 +110,8 @@ static inline char *hcomm_shm_res(const hcomm_shm_t *shm, int rank, int p) {
  * cannot differ. */
 #define HCOMM_SHM_DESC_SIZE 0x80u
 #define HCOMM_SHM_DESC_NO_OP 0xffu
+/* Word 1, bit 8: the rank's buffers are GPU memory (hcomm_shm_op_agree). */
+#define HCOMM_SHM_DESC_GPU (1ull << 8)
 
 static inline void hcomm_shm_desc_make(hcomm_shm_op_t *op, hcomm_dtype_t dtype,
                                        hcomm_op_t rop) {

@@ -339,6 +339,67 @@ static void *mismatch_main(void *arg) {
     return NULL;
 }
 
+/* A call on GPU memory agrees on the segment first: ranks that all agree
+ * pass; a rank that passed host memory to the same call makes every rank
+ * fail, the message saying so. */
+typedef struct {
+    rank_t *rk;
+    hcomm_status_t all_gpu, mixed;
+    char why[256];
+} agree_rank_t;
+
+static void *agree_main(void *arg) {
+    agree_rank_t *a = arg;
+    rank_t *rk = a->rk;
+    static float in[1000], out[1000];
+    hcomm_shm_op_t op;
+    a->all_gpu = hcomm_shm_op_agree(&op, rk->shm, HCOMM_COLL_ALLREDUCE, 1000,
+                                    HCOMM_FLOAT32, HCOMM_SUM, 0);
+    if (a->all_gpu == HCOMM_SUCCESS) a->all_gpu = drive(&op, NULL);
+    if (rk->rank == rk->size - 1)
+        a->mixed = hcomm_shm_op_start(&op, rk->shm, HCOMM_SHM_ONESHOT,
+                                      HCOMM_COLL_ALLREDUCE, in, out, 1000,
+                                      HCOMM_FLOAT32, HCOMM_SUM, 0);
+    else
+        a->mixed = hcomm_shm_op_agree(&op, rk->shm, HCOMM_COLL_ALLREDUCE, 1000,
+                                      HCOMM_FLOAT32, HCOMM_SUM, 0);
+    if (a->mixed == HCOMM_SUCCESS) a->mixed = drive(&op, NULL);
+    snprintf(a->why, sizeof(a->why), "%s", hcomm_last_error());
+    return NULL;
+}
+
+static void test_gpu_agreement(void **state) {
+    (void)state;
+    for (int P = 2; P <= 4; P++) {
+        size_t bytes = hcomm_shm_segment_bytes(P, SLOT);
+        void *base = aligned_alloc(4096, bytes);
+        assert_non_null(base);
+        memset(base, 0, bytes);
+        rank_t rk[MAXP];
+        agree_rank_t a[MAXP];
+        pthread_t th[MAXP];
+        for (int r = 0; r < P; r++) {
+            rk[r] = (rank_t){.rank = r, .size = P};
+            a[r] = (agree_rank_t){.rk = &rk[r]};
+            assert_int_equal(
+                hcomm_shm_attach(base, bytes, r, P, SLOT, 1, &rk[r].shm),
+                HCOMM_SUCCESS);
+        }
+        for (int r = 0; r < P; r++)
+            assert_int_equal(pthread_create(&th[r], NULL, agree_main, &a[r]),
+                             0);
+        for (int r = 0; r < P; r++)
+            pthread_join(th[r], NULL);
+        for (int r = 0; r < P; r++) {
+            assert_int_equal(a[r].all_gpu, HCOMM_SUCCESS);
+            assert_int_equal(a[r].mixed, HCOMM_ERR_MISMATCH);
+            assert_non_null(strstr(a[r].why, "memory differs"));
+            hcomm_shm_destroy(rk[r].shm);
+        }
+        free(base);
+    }
+}
+
 static void test_mismatch(void **state) {
     (void)state;
     for (int P = 2; P <= 4; P++) {
@@ -398,8 +459,9 @@ static void test_8_ranks(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_mismatch), cmocka_unit_test(test_2_ranks),
-        cmocka_unit_test(test_3_ranks),  cmocka_unit_test(test_4_ranks),
-        cmocka_unit_test(test_5_ranks),  cmocka_unit_test(test_8_ranks)};
+        cmocka_unit_test(test_mismatch), cmocka_unit_test(test_gpu_agreement),
+        cmocka_unit_test(test_2_ranks),  cmocka_unit_test(test_3_ranks),
+        cmocka_unit_test(test_4_ranks),  cmocka_unit_test(test_5_ranks),
+        cmocka_unit_test(test_8_ranks)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
