@@ -307,6 +307,33 @@ static void run_ranks(int P) {
     free(base);
 }
 
+/* P ranks as threads over one segment: rank r runs fn on the r-th of the
+ * args (each size bytes), whose rank_t is rk[r]; the segment is gone
+ * after. */
+static void run_threads(int P, rank_t *rk, void *(*fn)(void *), void *args,
+                        size_t size) {
+    size_t bytes = hcomm_shm_segment_bytes(P, SLOT);
+    void *base = aligned_alloc(4096, bytes);
+    pthread_t th[MAXP];
+    assert_non_null(base);
+    memset(base, 0, bytes);
+    for (int r = 0; r < P; r++) {
+        rk[r] = (rank_t){.rank = r, .size = P};
+        assert_int_equal(
+            hcomm_shm_attach(base, bytes, r, P, SLOT, 1, &rk[r].shm),
+            HCOMM_SUCCESS);
+    }
+    for (int r = 0; r < P; r++)
+        assert_int_equal(
+            pthread_create(&th[r], NULL, fn, (char *)args + (size_t)r * size),
+            0);
+    for (int r = 0; r < P; r++)
+        pthread_join(th[r], NULL);
+    for (int r = 0; r < P; r++)
+        hcomm_shm_destroy(rk[r].shm);
+    free(base);
+}
+
 /* Ranks that pass different counts (and, second, operations): every rank
  * fails with HCOMM_ERR_MISMATCH in the call's first round, before it
  * touches any peer's data, and so does the next call on the segment. */
@@ -371,57 +398,27 @@ static void *agree_main(void *arg) {
 static void test_gpu_agreement(void **state) {
     (void)state;
     for (int P = 2; P <= 4; P++) {
-        size_t bytes = hcomm_shm_segment_bytes(P, SLOT);
-        void *base = aligned_alloc(4096, bytes);
-        assert_non_null(base);
-        memset(base, 0, bytes);
         rank_t rk[MAXP];
         agree_rank_t a[MAXP];
-        pthread_t th[MAXP];
-        for (int r = 0; r < P; r++) {
-            rk[r] = (rank_t){.rank = r, .size = P};
+        for (int r = 0; r < P; r++)
             a[r] = (agree_rank_t){.rk = &rk[r]};
-            assert_int_equal(
-                hcomm_shm_attach(base, bytes, r, P, SLOT, 1, &rk[r].shm),
-                HCOMM_SUCCESS);
-        }
-        for (int r = 0; r < P; r++)
-            assert_int_equal(pthread_create(&th[r], NULL, agree_main, &a[r]),
-                             0);
-        for (int r = 0; r < P; r++)
-            pthread_join(th[r], NULL);
+        run_threads(P, rk, agree_main, a, sizeof(a[0]));
         for (int r = 0; r < P; r++) {
             assert_int_equal(a[r].all_gpu, HCOMM_SUCCESS);
             assert_int_equal(a[r].mixed, HCOMM_ERR_MISMATCH);
             assert_non_null(strstr(a[r].why, "memory differs"));
-            hcomm_shm_destroy(rk[r].shm);
         }
-        free(base);
     }
 }
 
 static void test_mismatch(void **state) {
     (void)state;
     for (int P = 2; P <= 4; P++) {
-        size_t bytes = hcomm_shm_segment_bytes(P, SLOT);
-        void *base = aligned_alloc(4096, bytes);
-        assert_non_null(base);
-        memset(base, 0, bytes);
         rank_t rk[MAXP];
         mismatch_rank_t m[MAXP];
-        pthread_t th[MAXP];
-        for (int r = 0; r < P; r++) {
-            rk[r] = (rank_t){.rank = r, .size = P};
+        for (int r = 0; r < P; r++)
             m[r] = (mismatch_rank_t){.rk = &rk[r]};
-            assert_int_equal(
-                hcomm_shm_attach(base, bytes, r, P, SLOT, 1, &rk[r].shm),
-                HCOMM_SUCCESS);
-        }
-        for (int r = 0; r < P; r++)
-            assert_int_equal(pthread_create(&th[r], NULL, mismatch_main, &m[r]),
-                             0);
-        for (int r = 0; r < P; r++)
-            pthread_join(th[r], NULL);
+        run_threads(P, rk, mismatch_main, m, sizeof(m[0]));
         for (int r = 0; r < P; r++) {
             assert_int_equal(m[r].first, HCOMM_SUCCESS);
             assert_int_equal(m[r].second, HCOMM_ERR_MISMATCH);
@@ -430,9 +427,7 @@ static void test_mismatch(void **state) {
             unsigned char *o = (unsigned char *)m[r].out;
             for (size_t i = 0; i < sizeof(m[r].out); i++)
                 assert_int_equal(o[i], 0x5a);
-            hcomm_shm_destroy(rk[r].shm);
         }
-        free(base);
     }
 }
 
