@@ -103,9 +103,12 @@ static int leader_ring(hcomm_plan_t *plan, const layout_t *l, const chunk_t *ch,
         hcomm_plan_send(plan, right, tag, recv_at(BOFF(sb)), BCNT(sb),
                         s == 0 ? last : prev, -1);
         /* Each receive waits for the one before, so the last one done
-         * means the whole chunk is. */
+         * means the whole chunk is; the first waits for the reduce-scatter
+         * to end: tags wrap at 16 bits past 64 nodes of 1024 chunks, and a
+         * receive posted early takes the reduce-scatter's message of the
+         * same tag (hcomm_sim deadlocked on it at 128 nodes and 1 GiB). */
         int rcv = hcomm_plan_recv(plan, left, tag, recv_at(BOFF(rb)), BCNT(rb),
-                                  rs_send[s], prev);
+                                  rs_send[s], s == 0 ? last : prev);
         if (rcv >= 0) prev = rcv;
     }
 #undef BOFF
