@@ -38,6 +38,8 @@ static void usage(FILE *f) {
         "  --json               one JSON object per row\n"
         "  --no-symmetry        simulate every rank\n"
         "  --max-steps N        refuse runs over N simulated steps (20M)\n"
+        "  --select-table       write src/coll/select_table.c for the figures\n"
+        "  --measure-cpu        this machine's reduce and copy GB/s (JSON)\n"
         "  figures (override the file's): --lat-node --lat-nic --lat-switch "
         "US,\n"
         "  --bw-node --bw-nic --bw-switch GBPS, --rails N, --cores N,\n"
@@ -93,7 +95,9 @@ enum {
     O_CBW,
     O_OVH,
     O_EAGER,
-    O_CHUNK
+    O_CHUNK,
+    O_SELECT,
+    O_CPU
 };
 
 static const struct option longopts[] = {{"topo", 1, 0, O_TOPO},
@@ -120,6 +124,8 @@ static const struct option longopts[] = {{"topo", 1, 0, O_TOPO},
                                          {"overhead", 1, 0, O_OVH},
                                          {"eager", 1, 0, O_EAGER},
                                          {"chunk", 1, 0, O_CHUNK},
+                                         {"select-table", 0, 0, O_SELECT},
+                                         {"measure-cpu", 0, 0, O_CPU},
                                          {"help", 0, 0, 'h'},
                                          {0, 0, 0, 0}};
 
@@ -153,7 +159,7 @@ int main(int argc, char **argv) {
     fig_t figs[O_CHUNK - O_LAT0 + 1];
     const char *topo = NULL;
     char err[512];
-    int nodes = 2, ppn = 4, c;
+    int nodes = 2, ppn = 4, c, select_table = 0, shape_given = 0;
     memset(&o, 0, sizeof(o));
     memset(figs, 0, sizeof(figs));
     hcomm_sim_model_default(&o.model);
@@ -191,6 +197,7 @@ int main(int argc, char **argv) {
         case O_NODES:
         case O_PPN:
             *(c == O_NODES ? &nodes : &ppn) = atoi(optarg);
+            shape_given = 1;
             break;
         case O_SWEEP:
             o.sweep_from = atoi(optarg);
@@ -206,6 +213,16 @@ int main(int argc, char **argv) {
             if (hcomm_sim_parse_size(optarg, &z)) goto bad;
             o.max_steps = z;
             break;
+        case O_SELECT:
+            select_table = 1;
+            break;
+        case O_CPU: {
+            double r, cp;
+            if (hcomm_sim_measure_cpu(&r, &cp)) return 1;
+            printf("{\"reduce_GBps\": %.2f, \"copy_GBps\": %.2f}\n", r / 1e9,
+                   cp / 1e9);
+            return 0;
+        }
         case 'h':
             usage(stdout);
             return 0;
@@ -224,18 +241,25 @@ int main(int argc, char **argv) {
         goto bad;
     if (optind < argc || nodes < 1 || ppn < 1 || o.minbytes > o.maxbytes)
         goto bad;
-    if (topo) {
-        if (hcomm_sim_load(topo, &o.model, &o.shape, err, sizeof(err)) !=
-            HCOMM_SUCCESS) {
-            fprintf(stderr, "hcomm_sim: %s\n", err);
-            return 1;
-        }
-    } else if (hcomm_sim_shape_regular(&o.shape, nodes, ppn)) {
+    if (topo && hcomm_sim_load(topo, &o.model, &o.shape, err, sizeof(err)) !=
+                    HCOMM_SUCCESS) {
+        fprintf(stderr, "hcomm_sim: %s\n", err);
+        return 1;
+    }
+    if (topo && shape_given) /* --nodes/--ppn win over the file's shape */
+        hcomm_sim_shape_free(&o.shape);
+    if ((!topo || shape_given) &&
+        hcomm_sim_shape_regular(&o.shape, nodes, ppn)) {
         fprintf(stderr, "hcomm_sim: no memory\n");
         return 1;
     }
     if (apply_figures(&o.model, figs)) goto bad;
     if (o.root < 0 || o.root >= o.shape.size) goto bad;
+    if (select_table) { /* the shapes are the table's, not the file's */
+        hcomm_sim_shape_free(&o.shape);
+        return hcomm_sim_write_select_table(
+            &o.model, topo ? topo : "the defaults", stdout);
+    }
     int rc = hcomm_sim_cli_run(&o, stdout);
     hcomm_sim_shape_free(&o.shape);
     return rc;

@@ -36,6 +36,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 enum { SIM_NODE = 0, SIM_NIC, SIM_SWITCH, SIM_LEVELS };
 extern const char *const hcomm_sim_level_names[SIM_LEVELS];
@@ -116,5 +117,21 @@ hcomm_status_t hcomm_sim_run(const hcomm_sim_model_t *m,
 size_t hcomm_sim_count_for(hcomm_coll_t coll, size_t bytes, size_t esize,
                            int n);
 double hcomm_sim_busbw_factor(hcomm_coll_t coll, int n);
+
+/* The selection table (hcomm_sim_select.c): its i-th shape and size (0 or
+ * NULL past the last), the fastest algorithm for one cell (only: that
+ * algorithm alone), and the whole table as src/coll/select_table.c. */
+int hcomm_sim_select_shape(int i, hcomm_coll_t *coll, int *nodes, int *ppn);
+size_t hcomm_sim_select_size(int i);
+hcomm_status_t hcomm_sim_select_best(const hcomm_sim_model_t *m,
+                                     hcomm_coll_t coll, int nodes, int ppn,
+                                     size_t bytes, const char *only,
+                                     const hcomm_algo_t **best, double *time,
+                                     char *err, size_t len);
+/* This machine's reduce (float32 sum) and copy bandwidth, bytes/s of
+ * result (hcomm_sim_cpu.c). */
+int hcomm_sim_measure_cpu(double *reduce_bw, double *copy_bw);
+int hcomm_sim_write_select_table(const hcomm_sim_model_t *m,
+                                 const char *model_path, FILE *f);
 
 #endif
