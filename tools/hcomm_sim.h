@@ -51,6 +51,11 @@ typedef struct {
     double reduce_bw;       /* bytes of result per second, per rank */
     double copy_bw;         /* per rank */
     double overhead;        /* seconds of CPU per message posted */
+    /* A call whose buffers (send and receive, one rank's) fit in
+     * cache_bytes copies and reduces cached_speedup times faster, inside
+     * the node and on the CPU (0: no such effect). */
+    size_t cache_bytes;
+    double cached_speedup;
     size_t eager_bytes;
     size_t chunk_bytes; /* the plans' HCOMM_CHUNK_SIZE */
 } hcomm_sim_model_t;

@@ -87,6 +87,7 @@ typedef struct {
     /* Resources, per representative node: busy-until times. */
     double *chan, *nic_out, *nic_in, *sw_out, *sw_in;
     int nchan, rails;
+    double speed; /* the cache's speedup for this call, or 1 */
     hcomm_reduce_fn_t reduce;
     hcomm_scale_fn_t scale;
     hcomm_sim_result_t *res;
@@ -199,7 +200,7 @@ static double reserve(sim_t *s, const msg_t *g, double t) {
         for (int i = 1; i < s->nchan; i++)
             if (ch[i] < *best) best = &ch[i];
         if (*best > start) start = *best;
-        *best = start + b / s->m->bw[SIM_NODE];
+        *best = start + b / (s->m->bw[SIM_NODE] * s->speed);
         return *best;
     }
     double *out =
@@ -412,8 +413,9 @@ static void run_rank(sim_t *s, int ri, double t) {
             post(s, ri, i, now);
             break;
         default:
-            now += b / (p->kind == HCOMM_STEP_COPY ? s->m->copy_bw
-                                                   : s->m->reduce_bw);
+            now += b / ((p->kind == HCOMM_STEP_COPY ? s->m->copy_bw
+                                                    : s->m->reduce_bw) *
+                        s->speed);
             if (r->buf[HCOMM_BUF_RECV] || r->buf[HCOMM_BUF_SEND])
                 run_local(s, r, i);
             r->wake_at = -INFINITY; /* no wake: this loop goes on */
@@ -716,6 +718,13 @@ hcomm_status_t hcomm_sim_run(const hcomm_sim_model_t *m,
     for (int j = 0; j < sh->nnodes; j++)
         if (sh->node_size[j] > most) most = sh->node_size[j];
     s.rails = m->rails > 0 ? m->rails : most;
+    size_t set =
+        c->esize *
+        (hcomm_coll_send_count(c->algo->coll, sh->size, 0, c->root, c->count) +
+         hcomm_coll_recv_count(c->algo->coll, sh->size, 0, c->root, c->count));
+    s.speed = m->cache_bytes && m->cached_speedup > 0 && set <= m->cache_bytes
+                  ? m->cached_speedup
+                  : 1;
     s.nchan = m->cores > 0 ? m->cores : most;
     s.nbuckets = 1024;
     while (s.nbuckets < (uint32_t)s.nreps * 64 && s.nbuckets < (1u << 22))

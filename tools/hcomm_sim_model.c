@@ -6,7 +6,8 @@
  *    "levels": {"node":   {"latency_us": 1.0, "bandwidth_GBps": 10},
  *               "nic":    {"latency_us": 3.0, "bandwidth_GBps": 25},
  *               "switch": {"latency_us": 1.0, "bandwidth_GBps": 200}},
- *    "cpu": {"reduce_GBps": 10, "copy_GBps": 20, "overhead_us": 0.3},
+ *    "cpu": {"reduce_GBps": 10, "copy_GBps": 20, "overhead_us": 0.3,
+ *            "cache_bytes": 0, "cached_speedup": 1},
  *    "eager_bytes": 8192, "chunk_bytes": 1048576}
  *
  * Every key but "nodes" is optional; unknown keys are errors, as in the
@@ -125,11 +126,13 @@ hcomm_status_t hcomm_sim_load(const char *path, hcomm_sim_model_t *m,
             goto out;
     if (cpu) {
         double r = m->reduce_bw / 1e9, c = m->copy_bw / 1e9,
-               o = m->overhead * 1e6;
-        if (json_unpack_ex(cpu, &je, JSON_STRICT, "{s?F, s?F, s?F}",
+               o = m->overhead * 1e6, sp = m->cached_speedup;
+        json_int_t cb = (json_int_t)m->cache_bytes;
+        if (json_unpack_ex(cpu, &je, JSON_STRICT, "{s?F, s?F, s?F, s?I, s?F}",
                            "reduce_GBps", &r, "copy_GBps", &c, "overhead_us",
-                           &o) != 0 ||
-            r <= 0 || c <= 0 || o < 0) {
+                           &o, "cache_bytes", &cb, "cached_speedup",
+                           &sp) != 0 ||
+            r <= 0 || c <= 0 || o < 0 || cb < 0 || sp < 0) {
             snprintf(err, len, "%s: cpu: %s", path,
                      je.text[0] ? je.text : "bandwidths > 0, overhead >= 0");
             goto out;
@@ -137,6 +140,8 @@ hcomm_status_t hcomm_sim_load(const char *path, hcomm_sim_model_t *m,
         m->reduce_bw = r * 1e9;
         m->copy_bw = c * 1e9;
         m->overhead = o * 1e-6;
+        m->cache_bytes = (size_t)cb;
+        m->cached_speedup = sp;
     }
     if (rails < 0 || cores < 0 || nps < 0 || eager < 0 || chunk <= 0) {
         snprintf(err, len, "%s: counts and sizes must not be negative", path);
