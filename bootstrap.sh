@@ -2,12 +2,12 @@
 # Installs what HCOMM needs on Debian/Ubuntu (when missing), then configures
 # and builds it in ./build. gfortran builds the Fortran tests of
 # libhcomm_mpi.so; MPICH is the second MPI ABI CI builds it for (Open MPI
-# stays the default mpicc and mpirun). Extra configure options: CONFIGURE_FLAGS.
+# stays the default mpicc and mpirun); gnuplot draws hcomm_sim's plots. Extra configure options: CONFIGURE_FLAGS.
 set -eu
 cd "$(dirname "$0")"
 packages="build-essential autoconf automake libtool pkg-config
   openmpi-bin libopenmpi-dev libucx-dev libhwloc-dev libjansson-dev libcmocka-dev
-  gfortran mpich libmpich-dev"
+  gfortran mpich libmpich-dev gnuplot-nox"
 missing=
 for p in $packages; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" ||
