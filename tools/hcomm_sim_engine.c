@@ -26,7 +26,7 @@ const char *const hcomm_sim_level_names[SIM_LEVELS] = {"node", "nic", "switch"};
 #define GSTEP(g) ((uint32_t)((g)&0xffffffff))
 
 typedef struct {
-    int rank, node, rail;
+    int rank;
     uint32_t n;
     hcomm_sim_step_t *st;
     uint32_t *succ_off, *succ;

@@ -8,7 +8,8 @@
  *   bytes of simulating every rank;
  * - one message costs what the model says (overhead, latency, bytes over
  *   bandwidth, the rendezvous' extra latency), and eight ranks sharing one
- *   NIC get an eighth of it each. */
+ *   NIC get an eighth of it each;
+ * - the hierarchical allreduce no longer deadlocks where its tags wrap. */
 #include "coll/verify.h"
 #include "hcomm_sim.h"
 
@@ -244,8 +245,30 @@ static void test_model(void **state) {
     hcomm_sim_shape_free(&sh);
 }
 
+/* hierarchical at 128 nodes and 1024 chunks: tags wrap at 16 bits, and
+ * the leaders' first allgather receive, posted early, took a
+ * reduce-scatter message of the same tag (deadlocked before the fix). */
+static void test_tag_wrap(void **state) {
+    (void)state;
+    hcomm_sim_model_t m;
+    hcomm_sim_model_default(&m);
+    hcomm_sim_shape_t sh;
+    assert_int_equal(hcomm_sim_shape_regular(&sh, 128, 1), 0);
+    hcomm_sim_call_t c = {
+        .algo = hcomm_algo_find(HCOMM_COLL_ALLREDUCE, "hierarchical"),
+        .count = (size_t)1 << 28,
+        .esize = 4};
+    hcomm_sim_result_t r;
+    char err[512];
+    if (hcomm_sim_run(&m, &sh, &c, &r, err, sizeof(err)) != HCOMM_SUCCESS)
+        fail_msg("%s", err);
+    assert_true(r.time > 0);
+    hcomm_sim_shape_free(&sh);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_tag_wrap),
         cmocka_unit_test(test_model),
         cmocka_unit_test(test_symmetry),
         cmocka_unit_test(test_against_verifier),
