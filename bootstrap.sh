@@ -4,13 +4,14 @@
 # libhcomm_mpi.so; MPICH is the second MPI ABI CI builds it for (Open MPI
 # stays the default mpicc and mpirun). Debian's python3 with NumPy, mpi4py
 # and PyTorch (1.13, CPU: 77 MB, a minute to install) runs the tests of the
-# Python package. Extra configure options: CONFIGURE_FLAGS.
+# Python package; gnuplot draws hcomm_sim's plots, matplotlib hcomm_prof's.
+# Extra configure options: CONFIGURE_FLAGS.
 set -eu
 cd "$(dirname "$0")"
 packages="build-essential autoconf automake libtool pkg-config
   openmpi-bin libopenmpi-dev libucx-dev libhwloc-dev libjansson-dev libcmocka-dev
   gfortran mpich libmpich-dev python3-numpy python3-mpi4py python3-torch
-  python3-matplotlib"
+  python3-matplotlib gnuplot-nox"
 missing=
 for p in $packages; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" ||

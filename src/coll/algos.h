@@ -47,6 +47,12 @@ hcomm_status_t hcomm_allgather_hierarchical(const hcomm_plan_args_t *args,
                                             hcomm_plan_t *plan);
 hcomm_status_t hcomm_reduce_scatter_hierarchical(const hcomm_plan_args_t *args,
                                                  hcomm_plan_t *plan);
+/* hier_rhd.c: recursive halving and doubling between node leaders. */
+hcomm_status_t hcomm_allreduce_hierarchical_rhd(const hcomm_plan_args_t *args,
+                                                hcomm_plan_t *plan);
+/* hier_tree.c: a double binary tree between node heads. */
+hcomm_status_t hcomm_bcast_hierarchical_tree(const hcomm_plan_args_t *args,
+                                             hcomm_plan_t *plan);
 hcomm_status_t hcomm_allreduce_recursive_doubling(const hcomm_plan_args_t *args,
                                                   hcomm_plan_t *plan);
 hcomm_status_t hcomm_allreduce_rabenseifner(const hcomm_plan_args_t *args,

@@ -9,50 +9,13 @@
  * node hands the result back down. Broadcast, per chunk: a binomial tree
  * over the node heads (the root, and the leader of every other node), then
  * a chain inside each node. With one node these are plain chains. */
-#include "coll/algos.h"
+#include "coll/hier_layout.h"
 
 #include <stdlib.h>
 
-typedef struct {
-    int nnodes, node; /* node count; this rank's node */
-    int m, li;        /* ranks on this node; this rank's index among them */
-    int *local;       /* [m] this node's ranks, ascending */
-    int *leader;      /* [nnodes] each node's lowest rank */
-} layout_t;
-
-static void layout_free(layout_t *l) {
-    free(l->local);
-    free(l->leader);
-}
-
-static hcomm_status_t layout_make(const hcomm_plan_args_t *a, layout_t *l) {
-    int n = a->size;
-    l->nnodes = 1;
-    for (int r = 0; r < n && a->node_of; r++)
-        if (a->node_of[r] + 1 > l->nnodes) l->nnodes = a->node_of[r] + 1;
-    l->node = a->node_of ? a->node_of[a->rank] : 0;
-    l->local = malloc((size_t)n * sizeof(int));
-    l->leader = malloc((size_t)l->nnodes * sizeof(int));
-    if (!l->local || !l->leader) {
-        layout_free(l);
-        return HCOMM_ERR_NO_MEMORY;
-    }
-    for (int j = 0; j < l->nnodes; j++)
-        l->leader[j] = -1;
-    l->m = 0;
-    for (int r = 0; r < n; r++) {
-        int nd = a->node_of ? a->node_of[r] : 0;
-        if (l->leader[nd] < 0) l->leader[nd] = r;
-        if (nd != l->node) continue;
-        if (r == a->rank) l->li = l->m;
-        l->local[l->m++] = r;
-    }
-    return HCOMM_SUCCESS;
-}
-
 /* Tags: a stage (intra-node up, down, ring steps) and a chunk. */
 static uint16_t tag_of(int stage, size_t nchunks, size_t c) {
-    return (uint16_t)(((size_t)stage * nchunks + c) & 0xffff);
+    return hcomm_hier_tag(stage, nchunks, c);
 }
 
 /* Steps of one chunk of the allreduce. */
@@ -68,8 +31,8 @@ static hcomm_ref_t recv_at(size_t off) {
 
 /* Leaders' ring allreduce of one chunk, after ready; returns the step after
  * which the whole chunk is final here (and *other, a second one). */
-static int leader_ring(hcomm_plan_t *plan, const layout_t *l, const chunk_t *ch,
-                       int scale, int ready, int *other) {
+static int leader_ring(hcomm_plan_t *plan, const hcomm_hier_layout_t *l,
+                       const chunk_t *ch, int scale, int ready, int *other) {
     int N = l->nnodes, j = l->node;
     int left = l->leader[(j - 1 + N) % N], right = l->leader[(j + 1) % N];
     hcomm_ref_t slot = hcomm_ref(HCOMM_BUF_SCRATCH, ch->slot);
@@ -103,9 +66,12 @@ static int leader_ring(hcomm_plan_t *plan, const layout_t *l, const chunk_t *ch,
         hcomm_plan_send(plan, right, tag, recv_at(BOFF(sb)), BCNT(sb),
                         s == 0 ? last : prev, -1);
         /* Each receive waits for the one before, so the last one done
-         * means the whole chunk is. */
+         * means the whole chunk is; the first waits for the reduce-scatter
+         * to end: tags wrap at 16 bits past 64 nodes of 1024 chunks, and a
+         * receive posted early takes the reduce-scatter's message of the
+         * same tag (hcomm_sim deadlocked on it at 128 nodes and 1 GiB). */
         int rcv = hcomm_plan_recv(plan, left, tag, recv_at(BOFF(rb)), BCNT(rb),
-                                  rs_send[s], prev);
+                                  rs_send[s], s == 0 ? last : prev);
         if (rcv >= 0) prev = rcv;
     }
 #undef BOFF
@@ -118,8 +84,9 @@ static int leader_ring(hcomm_plan_t *plan, const layout_t *l, const chunk_t *ch,
 hcomm_status_t hcomm_allreduce_hierarchical(const hcomm_plan_args_t *args,
                                             hcomm_plan_t *plan) {
     if (args->size == 1) return hcomm_plan_local_copy(args, plan);
-    layout_t l;
-    if (layout_make(args, &l) != HCOMM_SUCCESS) return HCOMM_ERR_NO_MEMORY;
+    hcomm_hier_layout_t l;
+    if (hcomm_hier_layout_make(args, &l) != HCOMM_SUCCESS)
+        return HCOMM_ERR_NO_MEMORY;
     size_t chunk = hcomm_chunk_elems(args), count = args->count;
     size_t nchunks = (count + chunk - 1) / chunk;
     size_t bmax = (chunk + (size_t)l.nnodes - 1) / (size_t)l.nnodes;
@@ -168,15 +135,16 @@ hcomm_status_t hcomm_allreduce_hierarchical(const hcomm_plan_args_t *args,
             hcomm_plan_send(plan, down, tag_of(1, nchunks, c), recv_at(ch.off),
                             ch.k, done, other);
     }
-    layout_free(&l);
+    hcomm_hier_layout_free(&l);
     return plan->oom ? HCOMM_ERR_NO_MEMORY : HCOMM_SUCCESS;
 }
 
 hcomm_status_t hcomm_bcast_hierarchical(const hcomm_plan_args_t *args,
                                         hcomm_plan_t *plan) {
     if (args->size == 1) return HCOMM_SUCCESS;
-    layout_t l;
-    if (layout_make(args, &l) != HCOMM_SUCCESS) return HCOMM_ERR_NO_MEMORY;
+    hcomm_hier_layout_t l;
+    if (hcomm_hier_layout_make(args, &l) != HCOMM_SUCCESS)
+        return HCOMM_ERR_NO_MEMORY;
     int N = l.nnodes, root = args->root;
     int rnode = args->node_of ? args->node_of[root] : 0;
     /* Heads: the root for its node, the leader for the others. The chain
@@ -226,7 +194,7 @@ hcomm_status_t hcomm_bcast_hierarchical(const hcomm_plan_args_t *args,
             hcomm_plan_send(plan, next, tag_of(1, nchunks, c), buf, k, have,
                             -1);
     }
-    layout_free(&l);
+    hcomm_hier_layout_free(&l);
     return plan->oom ? HCOMM_ERR_NO_MEMORY : HCOMM_SUCCESS;
 }
 
@@ -237,7 +205,7 @@ hcomm_status_t hcomm_bcast_hierarchical(const hcomm_plan_args_t *args,
  * the chain from its own data. */
 typedef struct {
     const hcomm_plan_args_t *a;
-    const layout_t *l;
+    const hcomm_hier_layout_t *l;
     size_t chunk, nch;
     int *got; /* [rank * nch + c]: the step after which that chunk is here */
 } gather_t;
@@ -273,7 +241,7 @@ static int next_of(const hcomm_plan_args_t *a, int nd, int q) {
 
 /* Block q down this rank's part of the node's chain. */
 static void chain_block(hcomm_plan_t *plan, const gather_t *g, int q) {
-    const layout_t *l = g->l;
+    const hcomm_hier_layout_t *l = g->l;
     int lo = -1; /* q's index on this node, if it is from here */
     for (int i = 0; i < l->m; i++)
         if (l->local[i] == q) lo = i;
@@ -297,14 +265,15 @@ hcomm_status_t hcomm_allgather_hierarchical(const hcomm_plan_args_t *args,
                                             hcomm_plan_t *plan) {
     if (args->size == 1 || args->count == 0)
         return hcomm_plan_local_copy(args, plan);
-    layout_t l;
-    if (layout_make(args, &l) != HCOMM_SUCCESS) return HCOMM_ERR_NO_MEMORY;
+    hcomm_hier_layout_t l;
+    if (hcomm_hier_layout_make(args, &l) != HCOMM_SUCCESS)
+        return HCOMM_ERR_NO_MEMORY;
     int n = args->size, N = l.nnodes, j = l.node, me = args->rank;
     gather_t g = {args, &l, hcomm_chunk_elems(args), 0, NULL};
     g.nch = (args->count + g.chunk - 1) / g.chunk;
     g.got = malloc((size_t)n * g.nch * sizeof(int));
     if (!g.got) {
-        layout_free(&l);
+        hcomm_hier_layout_free(&l);
         return HCOMM_ERR_NO_MEMORY;
     }
     for (size_t i = 0; i < (size_t)n * g.nch; i++)
@@ -356,7 +325,7 @@ hcomm_status_t hcomm_allgather_hierarchical(const hcomm_plan_args_t *args,
             if (node_rank_of(args, q) == rn) chain_block(plan, &g, q);
     }
     free(g.got);
-    layout_free(&l);
+    hcomm_hier_layout_free(&l);
     return plan->oom ? HCOMM_ERR_NO_MEMORY : HCOMM_SUCCESS;
 }
 
@@ -401,8 +370,9 @@ hcomm_status_t hcomm_reduce_scatter_hierarchical(const hcomm_plan_args_t *args,
                                                  hcomm_plan_t *plan) {
     if (args->size == 1 || args->count == 0)
         return hcomm_plan_local_copy(args, plan);
-    layout_t l;
-    if (layout_make(args, &l) != HCOMM_SUCCESS) return HCOMM_ERR_NO_MEMORY;
+    hcomm_hier_layout_t l;
+    if (hcomm_hier_layout_make(args, &l) != HCOMM_SUCCESS)
+        return HCOMM_ERR_NO_MEMORY;
     int n = args->size, N = l.nnodes, j = l.node, me = args->rank;
     rs_t s = {{args, &l, hcomm_chunk_elems(args), 0, NULL}, NULL, NULL};
     s.g.nch = (args->count + s.g.chunk - 1) / s.g.chunk;
@@ -414,7 +384,7 @@ hcomm_status_t hcomm_reduce_scatter_hierarchical(const hcomm_plan_args_t *args,
         free(s.last);
         free(s.in_acc);
         free(up);
-        layout_free(&l);
+        hcomm_hier_layout_free(&l);
         return HCOMM_ERR_NO_MEMORY;
     }
     for (size_t i = 0; i < cells; i++)
@@ -480,6 +450,6 @@ hcomm_status_t hcomm_reduce_scatter_hierarchical(const hcomm_plan_args_t *args,
     free(s.last);
     free(s.in_acc);
     free(up);
-    layout_free(&l);
+    hcomm_hier_layout_free(&l);
     return plan->oom ? HCOMM_ERR_NO_MEMORY : HCOMM_SUCCESS;
 }

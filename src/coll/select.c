@@ -1,6 +1,9 @@
 /* Choosing an algorithm per call. The thresholds come from hcomm_perf runs
- * (see README, "Choosing algorithms"). */
+ * (see README, "Choosing algorithms"); from 4 nodes on, allreduce and
+ * broadcast follow the table hcomm_sim generated (select_table.c): no
+ * measurement here reaches that far. */
 #include "coll/select.h"
+#include "coll/select_table.h"
 #include "core/log.h"
 
 #include <stdio.h>
@@ -105,6 +108,13 @@ const hcomm_algo_t *hcomm_select(hcomm_coll_t coll, size_t bytes, int size,
     size_t total = bytes * (size_t)size;
     const char *name = NULL;
     if (forced[coll]) return forced[coll];
+    if (nnodes >= 4 &&
+        (coll == HCOMM_COLL_ALLREDUCE || coll == HCOMM_COLL_BCAST)) {
+        const hcomm_select_row_t *row =
+            hcomm_select_table_find(coll, bytes, size, nnodes);
+        const hcomm_algo_t *a = row ? by_name(coll, row->algo) : NULL;
+        if (a) return a;
+    }
     switch (coll) {
     case HCOMM_COLL_ALLREDUCE:
         /* Several nodes: past the latency-bound sizes, cross between nodes

@@ -53,11 +53,11 @@ static void run_one(hcomm_comm_t comm, int n, hcomm_dtype_t t, hcomm_op_t op,
 
 static void test_matrix(hcomm_comm_t world) {
     static const char *algos[] = {"", "ring", "recursive_doubling",
-                                  "rabenseifner"};
+                                  "rabenseifner", "hierarchical_rhd"};
     size_t counts[] = {
         0,   1, 2, 3, 7, (size_t)nranks - 1, (size_t)nranks, (size_t)nranks + 1,
         1031};
-    for (int a = 0; a < 4; a++) {
+    for (int a = 0; a < 5; a++) {
         char spec[64];
         snprintf(spec, sizeof(spec), "%s%s", algos[a][0] ? "allreduce=" : "",
                  algos[a]);

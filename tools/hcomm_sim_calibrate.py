@@ -1,0 +1,268 @@
+#!/usr/bin/env python3
+"""Calibrates hcomm_sim on this machine and checks it against hcomm_perf.
+
+Run from a build directory, as root (for the network namespaces):
+    python3 ../tools/hcomm_sim_calibrate.py [--quick]
+
+1. Figures: the CPU's reduce and copy bandwidth (hcomm_sim --measure-cpu);
+   each link level's latency and bandwidth fitted so that the simulator
+   reproduces hcomm_perf's 2-rank recursive-doubling allreduce (8 to 512 B:
+   latency; 2 and 16 MiB: bandwidth; 32 and 256 KiB, whose buffers fit in
+   a core's L2: the cache's speedup): between two processes of this host
+   (UCX shared memory), and
+   between two network-namespace hosts (UCX over TCP on a veth bridge, as
+   test/multinode/netns.sh makes them; there UCX_TLS=tcp,self, so ranks of
+   one namespace host talk TCP over loopback, which is fitted too).
+2. Writes the figures to tools/hcomm_sim_here.json (one host) and
+   tools/hcomm_sim_netns.json (namespace hosts).
+3. Compares predictions with hcomm_perf (median trial of the slowest rank,
+   fastest of HCOMM_CALIB_REPS runs, 5 by default)
+   for 2 to 8 ranks on this host (oversubscribed past 2: it has 2 cores)
+   and for 2 hosts x 2 and 3 hosts of 2, 2, 1 ranks, each algorithm forced
+   with HCOMM_ALGO, and prints the table (markdown) with the ratio.
+Only the standard library; every number comes from the programs it runs.
+"""
+import json
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+BUILD = os.getcwd()
+SIM = os.path.join(BUILD, "tools", "hcomm_sim")
+PERF = os.path.join(BUILD, "perf", "hcomm_perf")
+AGENT = os.path.join(HERE, "..", "test", "multinode", "netns_agent.sh")
+QUICK = "--quick" in sys.argv
+NETNS = "--no-netns" not in sys.argv
+REPS = int(os.environ.get("HCOMM_CALIB_REPS", "1" if QUICK else "5"))
+OUTDIR = os.environ.get("OUT", HERE)  # where the fitted figures go
+ENV = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1",
+           OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1", HCOMM_TIMEOUT="120")
+TAG = "hs%d" % (os.getpid() % 10000)
+NET = "10.214.%d" % (os.getpid() % 250)
+HOSTS = [TAG + "n0", TAG + "n1", TAG + "n2"]
+
+
+def sh(*cmd, check=True):
+    return subprocess.run(cmd, check=check, capture_output=True, text=True)
+
+
+def perf(ranks, coll, algo, lo, hi, factor, hosts=None, reps=None):
+    """hcomm_perf's time (us) per size: its median trial, the fastest of
+    reps runs. The simulator models a machine of its own; here other
+    sessions' builds and tests share the two cores, and a run either
+    misses them or loses whole scheduler quanta (bimodal: the median of
+    runs lands on either mode)."""
+    env = dict(ENV, HCOMM_ALGO="%s=%s" % (coll, algo))
+    cmd = ["mpirun", "-np", str(ranks), "--bind-to", "none"]
+    if hosts:
+        cmd += ["--host", hosts, "--mca", "plm_rsh_agent", AGENT,
+                "--mca", "oob_tcp_if_include", NET + ".0/24",
+                "--mca", "btl_tcp_if_include", NET + ".0/24",
+                "-x", "UCX_TLS=tcp,self", "-x", "UCX_NET_DEVICES=eth0",
+                "-x", "HCOMM_SPIN_COUNT=0", "-x", "HCOMM_ALGO",
+                "-x", "HCOMM_TIMEOUT"]
+    else:
+        cmd += ["--oversubscribe"]
+    cmd += [PERF, coll, "-b", str(lo), "-e", str(hi), "-f", str(factor),
+            "--hcomm-only", "--json"]
+    runs = {}
+    for _ in range(reps or REPS):
+        out = subprocess.run(cmd, env=env, capture_output=True, text=True,
+                             timeout=900)
+        if out.returncode != 0:
+            raise RuntimeError("hcomm_perf failed: %s\n%s" %
+                               (" ".join(cmd), out.stderr[-2000:]))
+        for line in out.stdout.splitlines():
+            if line.startswith("{"):
+                row = json.loads(line)
+                runs.setdefault(row["size"], []).append(
+                    row["hcomm"]["time_us"])
+    print("measured %s %s on %s: %s" %
+          (coll, algo, hosts or "%d ranks" % ranks,
+           {z: sorted(t) for z, t in runs.items()}), file=sys.stderr)
+    return {size: min(t) for size, t in runs.items()}
+
+
+def simulate(model, coll, algo, size, nodes=None, ppn=None, topo=None):
+    """The simulator's time (us) for one call."""
+    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+        json.dump(dict(model, **(topo or {})), f)
+        path = f.name
+    try:
+        cmd = [SIM, coll, "--topo", path, "-a", algo, "-b", str(size), "-e",
+               str(size), "--json"]
+        if nodes:
+            cmd += ["--nodes", str(nodes), "--ppn", str(ppn)]
+        row = json.loads(sh(*cmd).stdout.splitlines()[0])
+    finally:
+        os.unlink(path)
+    if "error" in row:
+        raise RuntimeError(row["error"])
+    return row["time_us"]
+
+
+def fit(model, path, target, nodes, ppn, size, lo, hi, log):
+    """Bisection on one figure (model[path[0]][path[1]]...) until the
+    simulated 2-rank recursive doubling takes target us: the time grows
+    with a latency and falls with a bandwidth or a speedup."""
+    where = model
+    for p in path[:-1]:
+        where = where[p]
+    grows = path[-1] == "latency_us"
+    for _ in range(40):
+        mid = (lo * hi) ** 0.5 if log else (lo + hi) / 2
+        where[path[-1]] = mid
+        t = simulate(model, "allreduce", "recursive_doubling", size, nodes,
+                     ppn)
+        if (t < target) == grows:
+            lo = mid
+        else:
+            hi = mid
+    return where[path[-1]]
+
+
+def calibrate(model, level, measured, nodes, ppn, cache=False):
+    """Latency from the small sizes, bandwidth from those whose buffers
+    overflow the cache, and (cache) the speedup of those that fit: each the
+    median of the figures that reproduce each size alone."""
+    lv = model["levels"][level]
+    lv["latency_us"], lv["bandwidth_GBps"] = 0.0, 10.0
+    for _ in range(2):  # each figure moves the others' fits a little
+        lv["latency_us"] = statistics.median(
+            fit(model, ("levels", level, "latency_us"), measured[z], nodes,
+                ppn, z, 0.0, max(measured[z], 1.0), False)
+            for z in (8, 64, 512))
+        lv["bandwidth_GBps"] = statistics.median(
+            fit(model, ("levels", level, "bandwidth_GBps"), measured[z],
+                nodes, ppn, z, 0.01, 200.0, True)
+            for z in (2 << 20, 16 << 20))
+        if cache:
+            model["cpu"]["cached_speedup"] = statistics.median(
+                fit(model, ("cpu", "cached_speedup"), measured[z], nodes, ppn,
+                    z, 0.2, 50.0, True)
+                for z in (32768, 262144))
+
+
+def netns_up():
+    sh("ip", "link", "add", TAG + "br", "type", "bridge")
+    sh("ip", "addr", "add", NET + ".254/24", "dev", TAG + "br")
+    sh("ip", "link", "set", TAG + "br", "up")
+    for i, h in enumerate(HOSTS, 1):
+        sh("ip", "netns", "add", h)
+        sh("ip", "link", "add", h + "v", "type", "veth", "peer", "name",
+           "eth0", "netns", h)
+        sh("ip", "link", "set", h + "v", "master", TAG + "br", "up")
+        sh("ip", "-n", h, "addr", "add", "%s.%d/24" % (NET, i), "dev", "eth0")
+        sh("ip", "-n", h, "link", "set", "eth0", "up")
+        sh("ip", "-n", h, "link", "set", "lo", "up")
+
+
+def netns_down():
+    for h in HOSTS:
+        sh("ip", "netns", "del", h, check=False)
+    sh("ip", "link", "del", TAG + "br", check=False)
+
+
+def compare(rows, model, label, ranks, coll, algos, sizes, hosts=None,
+            nodes=None, ppn=None, topo=None):
+    for algo in algos:
+        got = perf(ranks, coll, algo, sizes[0], sizes[-1],
+                   sizes[1] // sizes[0], hosts)
+        for size in sizes:
+            pred = simulate(model, coll, algo, size, nodes, ppn, topo)
+            rows.append((label, coll, algo, size, got[size], pred))
+            print("%-22s %-9s %-18s %9d %10.1f %10.1f %5.2f" %
+                  (label, coll, algo, size, got[size], pred,
+                   pred / got[size]), file=sys.stderr, flush=True)
+
+
+def main():
+    cpu = json.loads(sh(SIM, "--measure-cpu").stdout)
+    l2 = 1 << 20  # a rank's cache: its core's L2, as Linux reports it
+    try:
+        with open("/sys/devices/system/cpu/cpu0/cache/index2/size") as f:
+            text = f.read().strip()
+        l2 = int(text.rstrip("KM")) << (20 if text.endswith("M") else 10)
+    except (OSError, ValueError):
+        pass
+    base = {"nodes": 1, "ranks_per_node": 2, "rails": 1,
+            "cores": os.cpu_count(),
+            "levels": {"node": {}, "nic": {}, "switch": {}},
+            "cpu": {"reduce_GBps": cpu["reduce_GBps"],
+                    "copy_GBps": cpu["copy_GBps"], "overhead_us": 0.3,
+                    "cache_bytes": l2, "cached_speedup": 1.0},
+            "eager_bytes": 8192, "chunk_bytes": 1 << 20}
+    rows = []
+    sizes = [1024, 16384, 262144, 4 << 20]
+    # --- one host: UCX shared memory ---------------------------------------
+    here = json.loads(json.dumps(base))
+    calibrate(here, "node",
+              perf(2, "allreduce", "recursive_doubling", 8, 16 << 20, 8),
+              1, 2, cache=True)
+    with open(os.path.join(OUTDIR, "hcomm_sim_here.json"), "w") as f:
+        json.dump(here, f, indent=2)
+        f.write("\n")
+    for n in (2, 3, 4, 8):
+        compare(rows, here, "1 host x %d" % n, n, "allreduce",
+                ["ring", "recursive_doubling", "rabenseifner"], sizes,
+                nodes=1, ppn=n)
+    # --- namespace hosts: UCX over TCP -------------------------------------
+    try:
+        if NETNS:
+            netns_up()
+    except subprocess.CalledProcessError as e:
+        print("no network namespaces here (%s): one host only" % e.stderr,
+              file=sys.stderr)
+        netns_down()
+        NETNS_OK = False
+    else:
+        NETNS_OK = NETNS
+    try:
+        if not NETNS_OK:
+            raise StopIteration
+        h = HOSTS
+        ns = json.loads(json.dumps(base))
+        ns["cpu"] = dict(here["cpu"])  # the same CPUs and caches
+        calibrate(ns, "node",
+                  perf(2, "allreduce", "recursive_doubling", 8, 16 << 20, 8,
+                       hosts="%s:2" % h[0]), 1, 2)
+        calibrate(ns, "nic",
+                  perf(2, "allreduce", "recursive_doubling", 8, 16 << 20, 8,
+                       hosts="%s:1,%s:1" % (h[0], h[1])), 2, 1)
+        with open(os.path.join(OUTDIR, "hcomm_sim_netns.json"), "w") as f:
+            json.dump(ns, f, indent=2)
+            f.write("\n")
+        uneven = {"nodes": [{"ranks": [0, 1]}, {"ranks": [2, 3]},
+                            {"ranks": [4]}]}
+        uneven_model = {k: v for k, v in ns.items() if k != "ranks_per_node"}
+        ar = ["recursive_doubling", "ring", "rabenseifner", "hierarchical",
+              "hierarchical_rhd"]
+        bc = ["binomial", "hierarchical", "hierarchical_tree"]
+        for coll, algos in (("allreduce", ar), ("bcast", bc)):
+            compare(rows, ns, "2 hosts x 2", 4, coll, algos, sizes,
+                    hosts="%s:2,%s:2" % (h[0], h[1]), nodes=2, ppn=2)
+            compare(rows, uneven_model, "3 hosts: 2+2+1", 5, coll, algos,
+                    sizes, hosts="%s:2,%s:2,%s:1" % tuple(h), topo=uneven)
+    except StopIteration:
+        pass
+    finally:
+        if NETNS_OK:
+            netns_down()
+    print("| shape | collective | algorithm | size | measured (us) | "
+          "predicted (us) | predicted / measured |")
+    print("| --- | --- | --- | ---: | ---: | ---: | ---: |")
+    for label, coll, algo, size, got, pred in rows:
+        print("| %s | %s | %s | %d | %.1f | %.1f | %.2f |" %
+              (label, coll, algo, size, got, pred, pred / got))
+    inside = sum(1 for r in rows if abs(r[5] / r[4] - 1) <= 0.25)
+    print("\n%d of %d within 25%%" % (inside, len(rows)))
+
+
+if __name__ == "__main__":
+    # A kill still takes the namespaces down (main's finally).
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
+    main()

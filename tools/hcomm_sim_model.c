@@ -1,0 +1,185 @@
+/* The simulator's figures: defaults, and the topology file, which is
+ * HCOMM_OVERRIDE_TOPO's format with link figures beside "nodes":
+ *
+ *   {"nodes": 2048, "ranks_per_node": 8,      (or "nodes": [{"ranks": [..]}])
+ *    "rails": 8, "cores": 0, "nodes_per_switch": 0,
+ *    "levels": {"node":   {"latency_us": 1.0, "bandwidth_GBps": 10},
+ *               "nic":    {"latency_us": 3.0, "bandwidth_GBps": 25},
+ *               "switch": {"latency_us": 1.0, "bandwidth_GBps": 200}},
+ *    "cpu": {"reduce_GBps": 10, "copy_GBps": 20, "overhead_us": 0.3,
+ *            "cache_bytes": 0, "cached_speedup": 1},
+ *    "eager_bytes": 8192, "chunk_bytes": 1048576}
+ *
+ * Every key but "nodes" is optional; unknown keys are errors, as in the
+ * override file. A "nodes" array goes through the override file's own
+ * parser, so both files mean the same. */
+#include "hcomm_sim.h"
+#include "topo/topo.h"
+
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+void hcomm_sim_model_default(hcomm_sim_model_t *m) {
+    memset(m, 0, sizeof(*m));
+    m->lat[SIM_NODE] = 1.0e-6;
+    m->bw[SIM_NODE] = 10e9;
+    m->lat[SIM_NIC] = 3.0e-6;
+    m->bw[SIM_NIC] = 25e9;
+    m->lat[SIM_SWITCH] = 1.0e-6;
+    m->bw[SIM_SWITCH] = 200e9;
+    m->reduce_bw = 10e9;
+    m->copy_bw = 20e9;
+    m->overhead = 0.3e-6;
+    m->eager_bytes = 8192;
+    m->chunk_bytes = 1 << 20;
+}
+
+static int level(json_t *levels, const char *name, double *lat, double *bw,
+                 char *err, size_t len) {
+    json_t *l = json_object_get(levels, name);
+    json_error_t je;
+    double lu = *lat * 1e6, gb = *bw / 1e9;
+    if (!l) return 0;
+    if (json_unpack_ex(l, &je, JSON_STRICT, "{s?F, s?F}", "latency_us", &lu,
+                       "bandwidth_GBps", &gb) != 0) {
+        snprintf(err, len, "levels.%s: %s", name, je.text);
+        return -1;
+    }
+    if (lu < 0 || gb <= 0) {
+        snprintf(err, len, "levels.%s: latency >= 0 and bandwidth > 0", name);
+        return -1;
+    }
+    *lat = lu * 1e-6;
+    *bw = gb * 1e9;
+    return 0;
+}
+
+/* A "nodes" array: through hcomm_topo_override_load, which reads files. */
+static int nodes_array(json_t *nodes, hcomm_sim_shape_t *sh, char *err,
+                       size_t len) {
+    size_t i, world = 0;
+    json_t *node;
+    json_array_foreach(nodes, i, node) {
+        json_t *ranks =
+            json_is_object(node) ? json_object_get(node, "ranks") : NULL;
+        world += json_is_array(ranks) ? json_array_size(ranks) : 0;
+    }
+    char path[] = "/tmp/hcomm_sim_nodes_XXXXXX";
+    int fd = mkstemp(path);
+    if (fd < 0) {
+        snprintf(err, len, "cannot write a temporary file");
+        return -1;
+    }
+    close(fd);
+    json_t *only = json_pack("{s:O}", "nodes", nodes);
+    int rc = only ? json_dump_file(only, path, 0) : -1;
+    json_decref(only);
+    hcomm_topo_override_t ov;
+    if (rc == 0 &&
+        hcomm_topo_override_load(path, (int)world, &ov) != HCOMM_SUCCESS) {
+        snprintf(err, len, "%s", hcomm_last_error());
+        rc = -1;
+    } else if (rc == 0) {
+        rc = hcomm_sim_shape_labels(sh, (int)world, ov.node_of);
+        hcomm_topo_override_free(&ov);
+        if (rc) snprintf(err, len, "no memory for %zu ranks", world);
+    }
+    unlink(path);
+    return rc;
+}
+
+hcomm_status_t hcomm_sim_load(const char *path, hcomm_sim_model_t *m,
+                              hcomm_sim_shape_t *sh, char *err, size_t len) {
+    json_error_t je;
+    json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
+    memset(sh, 0, sizeof(*sh));
+    if (!root) {
+        snprintf(err, len, "%s: line %d: %s", path, je.line, je.text);
+        return HCOMM_ERR_INVALID_ARG;
+    }
+    json_t *nodes = NULL, *levels = NULL, *cpu = NULL;
+    int ppn = 0, rails = m->rails, cores = m->cores, nps = m->nodes_per_switch;
+    json_int_t eager = (json_int_t)m->eager_bytes,
+               chunk = (json_int_t)m->chunk_bytes;
+    hcomm_status_t st = HCOMM_ERR_INVALID_ARG;
+    if (json_unpack_ex(root, &je, JSON_STRICT,
+                       "{s:o, s?i, s?i, s?i, s?i, s?o, s?o, s?I, s?I}", "nodes",
+                       &nodes, "ranks_per_node", &ppn, "rails", &rails, "cores",
+                       &cores, "nodes_per_switch", &nps, "levels", &levels,
+                       "cpu", &cpu, "eager_bytes", &eager, "chunk_bytes",
+                       &chunk) != 0) {
+        snprintf(err, len, "%s: %s", path, je.text);
+        goto out;
+    }
+    if (levels && json_unpack_ex(levels, &je, JSON_STRICT, "{s?o, s?o, s?o}",
+                                 "node", &(json_t *){0}, "nic", &(json_t *){0},
+                                 "switch", &(json_t *){0}) != 0) {
+        snprintf(err, len, "%s: levels: %s", path, je.text);
+        goto out;
+    }
+    for (int l = 0; levels && l < SIM_LEVELS; l++)
+        if (level(levels, hcomm_sim_level_names[l], &m->lat[l], &m->bw[l], err,
+                  len))
+            goto out;
+    if (cpu) {
+        double r = m->reduce_bw / 1e9, c = m->copy_bw / 1e9,
+               o = m->overhead * 1e6, sp = m->cached_speedup;
+        json_int_t cb = (json_int_t)m->cache_bytes;
+        if (json_unpack_ex(cpu, &je, JSON_STRICT, "{s?F, s?F, s?F, s?I, s?F}",
+                           "reduce_GBps", &r, "copy_GBps", &c, "overhead_us",
+                           &o, "cache_bytes", &cb, "cached_speedup",
+                           &sp) != 0 ||
+            r <= 0 || c <= 0 || o < 0 || cb < 0 || sp < 0) {
+            snprintf(err, len, "%s: cpu: %s", path,
+                     je.text[0] ? je.text : "bandwidths > 0, overhead >= 0");
+            goto out;
+        }
+        m->reduce_bw = r * 1e9;
+        m->copy_bw = c * 1e9;
+        m->overhead = o * 1e-6;
+        m->cache_bytes = (size_t)cb;
+        m->cached_speedup = sp;
+    }
+    if (rails < 0 || cores < 0 || nps < 0 || eager < 0 || chunk <= 0) {
+        snprintf(err, len, "%s: counts and sizes must not be negative", path);
+        goto out;
+    }
+    m->rails = rails;
+    m->cores = cores;
+    m->nodes_per_switch = nps;
+    m->eager_bytes = (size_t)eager;
+    m->chunk_bytes = (size_t)chunk;
+    if (json_is_integer(nodes)) {
+        json_int_t nn = json_integer_value(nodes);
+        if (nn < 1 || ppn < 1 || nn * ppn > (1 << 24)) {
+            snprintf(err, len,
+                     "%s: \"nodes\" as a number needs \"ranks_per_node\", "
+                     "both positive",
+                     path);
+            goto out;
+        }
+        if (hcomm_sim_shape_regular(sh, (int)nn, ppn)) {
+            snprintf(err, len, "no memory for the shape");
+            goto out;
+        }
+    } else if (json_is_array(nodes)) {
+        if (ppn) {
+            snprintf(err, len,
+                     "%s: \"ranks_per_node\" goes with a number of "
+                     "nodes, not a list",
+                     path);
+            goto out;
+        }
+        if (nodes_array(nodes, sh, err, len)) goto out;
+    } else {
+        snprintf(err, len, "%s: \"nodes\" must be a number or a list", path);
+        goto out;
+    }
+    st = HCOMM_SUCCESS;
+out:
+    json_decref(root);
+    return st;
+}
