@@ -3,14 +3,23 @@
  * to the MPI library untouched.
  *
  * Files: interpose.c (init, finalize, the communicator cache, statistics),
+ * interpose_agree.c (the settings and communicators all ranks agree on),
  * interpose_map.c (datatypes and operations), interpose_coll.c (the C
- * collectives), interpose_ireq.c (non-blocking calls as MPI generalized
- * requests), interpose_fortran.c (Open MPI's Fortran bindings).
+ * reductions and barrier, and the C entry points), interpose_move.c (the
+ * data-movement collectives), interpose_dtype.c (any datatype as bytes),
+ * interpose_ireq.c (non-blocking calls as MPI generalized requests),
+ * interpose_fortran.c (the Fortran bindings).
  *
  * The rule that keeps ranks from deadlocking: the decision to take a call
  * must be the same on every rank of the call. It depends only on what MPI
- * requires to match across ranks (datatype, op, count, root, communicator),
- * never on rank-local state such as buffers. */
+ * requires to match across ranks: the communicator, the collective, the
+ * root, the operation, for reductions the datatype and count, and for data
+ * movement the bytes moved (each rank may describe them with its own count
+ * and datatype). Never on a rank's datatype, count, buffers or
+ * MPI_IN_PLACE there. The settings that enter the decision
+ * (HCOMM_MPI_INTERCEPT, whether HCOMM started) are combined across
+ * MPI_COMM_WORLD at MPI_Init, and whether HCOMM serves a communicator is
+ * decided collectively when HCOMM's communicator is made. */
 #ifndef HCOMM_COMPAT_MPI_INTERPOSE_H
 #define HCOMM_COMPAT_MPI_INTERPOSE_H
 
@@ -40,10 +49,10 @@ typedef enum {
     HCMPI_WHY_REENTRY,      /* called from inside HCOMM */
     HCMPI_WHY_USER_OP,
     HCMPI_WHY_OP,      /* a predefined op HCOMM lacks (MAXLOC, LAND, BOR...) */
-    HCMPI_WHY_DERIVED, /* derived datatype */
-    HCMPI_WHY_DTYPE,   /* a predefined datatype HCOMM lacks */
-    HCMPI_WHY_TYPE_MISMATCH, /* send and receive types differ */
+    HCMPI_WHY_DERIVED, /* derived datatype in a reduction */
+    HCMPI_WHY_DTYPE,   /* a predefined datatype HCOMM cannot reduce */
     HCMPI_WHY_INTERCOMM,
+    HCMPI_WHY_WORLDS,      /* a communicator spanning several MPI_COMM_WORLDs */
     HCMPI_WHY_ARGS,        /* MPI will report an error: let it */
     HCMPI_WHY_EMPTY,       /* count 0 */
     HCMPI_WHY_COMM_SETUP,  /* HCOMM could not make a communicator */
@@ -51,6 +60,7 @@ typedef enum {
     HCMPI_WHY_REFUSED,     /* HCOMM refused the arguments before sending */
     HCMPI_WHY_NO_PROGRESS, /* no way to progress a generalized request */
     HCMPI_WHY_SIZE,        /* outside the HCOMM_MPI_INTERCEPT size window */
+    HCMPI_WHY_LARGE,       /* data movement over 2 GiB a block */
     HCMPI_NWHY
 } hcmpi_why_t;
 
@@ -104,6 +114,11 @@ hcmpi_comm_t *hcmpi_comm_get(MPI_Comm comm, hcmpi_why_t *why);
  * MPI freed it (called as requests complete). */
 void hcmpi_comm_retry_frees(void);
 
+/* After HCOMM ran: 1 and *rc, or 0 where HCOMM refused the call before
+ * sending anything and MPI should have it (it then reports errors exactly
+ * as without us). */
+int hcmpi_finish(hcmpi_coll_t coll, MPI_Comm comm, hcomm_status_t st, int *rc);
+
 /* Statistics (counted only with HCOMM_MPI_STATS). Returns 0, so that a
  * "try" function can `return hcmpi_fallback(...)`. */
 int hcmpi_fallback(hcmpi_coll_t coll, hcmpi_why_t why);
@@ -113,6 +128,24 @@ const char *hcmpi_coll_name(hcmpi_coll_t coll);
 /* Logs an HCOMM failure that happened after data moved, and passes it to
  * comm's MPI error handler; returns the MPI error code. */
 int hcmpi_report_failure(hcmpi_coll_t coll, MPI_Comm comm, hcomm_status_t st);
+/* The same for a failure of our own (what, an MPI error code) in a call
+ * already taken. */
+int hcmpi_report_local(hcmpi_coll_t coll, MPI_Comm comm, int err,
+                       const char *what);
+
+/* --- interpose_agree.c -------------------------------------------------- */
+
+/* In MPI_Init, on every rank: combines *mask and the windows in hcmpi with
+ * every rank's (what all take), data movement only where every rank packs
+ * as raw bytes (packs_raw). Returns the lowest rank whose
+ * HCOMM_MPI_INTERCEPT did not parse (bad), or -1. */
+int hcmpi_agree_settings(unsigned *mask, int bad, int packs_raw);
+/* Then, where HCOMM was to start: clears *mask unless it started (ok) on
+ * every rank, and non-blocking calls unless every rank can progress them. */
+void hcmpi_agree_started(unsigned *mask, int ok);
+/* Whether every process of comm (of size processes) is in this process's
+ * MPI_COMM_WORLD; the same answer on every rank of comm. */
+int hcmpi_within_world(MPI_Comm comm, int size);
 
 /* --- interpose_map.c -------------------------------------------------- */
 
@@ -122,6 +155,45 @@ void hcmpi_map_init(void);
 int hcmpi_map_dtype(MPI_Datatype dtype, int reduced, hcomm_dtype_t *out,
                     hcmpi_why_t *why);
 int hcmpi_map_op(MPI_Op op, hcomm_op_t *out, hcmpi_why_t *why);
+/* The size of a mapped predefined datatype; 0 for any other. */
+size_t hcmpi_map_size(MPI_Datatype dtype);
+
+/* --- interpose_dtype.c: any datatype as bytes ---------------------------- */
+
+/* The largest block (bcast: the message) HCOMM moves: MPI_Pack counts in
+ * int, and an element is never larger than the block. */
+#define HCMPI_MAX_BLOCK ((size_t)2147483647)
+
+/* count elements of dtype at buf, as the bytes they hold. */
+typedef struct {
+    const void *buf;
+    size_t count;
+    MPI_Datatype dtype;
+    size_t bytes; /* the type signature's size: what all ranks agree on */
+    size_t elem;  /* bytes of one element */
+    MPI_Aint extent;
+    char *data;     /* contiguous only: where the bytes start */
+    int contiguous; /* the bytes lie at data, in type-map order */
+} hcmpi_layout_t;
+
+/* Before the settings are combined: 1 when this MPI packs data as the raw
+ * bytes in type-map order, which moving packed bytes to an unpacking or
+ * contiguous peer needs. Sets up the datatype cache. */
+int hcmpi_dtype_init(void);
+/* Describes count elements of dtype at buf; 0 when MPI cannot say (a
+ * null or invalid datatype, sizes that overflow). */
+int hcmpi_layout(const void *buf, size_t count, MPI_Datatype dtype,
+                 hcmpi_layout_t *out);
+/* Copies the bytes of l to or from dst/src (l->bytes of them); an MPI
+ * error code. */
+int hcmpi_pack(const hcmpi_layout_t *l, void *dst);
+int hcmpi_unpack(const hcmpi_layout_t *l, const void *src);
+/* HCOMM's view of unit bytes that every rank moves: *n elements of the
+ * widest unsigned type that divides them. The same on every rank. */
+hcomm_dtype_t hcmpi_unit(size_t unit, size_t *n);
+/* Scratch from HCOMM's pool (NULL when out of memory), and back. */
+void *hcmpi_scratch(size_t bytes);
+void hcmpi_scratch_put(void *p);
 
 /* --- interpose_coll.c: the calls, for the C and Fortran entry points ---
  * Each returns 1 when HCOMM ran the call (its MPI return code in *rc), 0
