@@ -164,6 +164,20 @@ size_t hcmpi_map_size(MPI_Datatype dtype);
  * int, and an element is never larger than the block. */
 #define HCMPI_MAX_BLOCK ((size_t)2147483647)
 
+/* Where the bytes of one element lie, from its base address (buf + i *
+ * extent), in type-map order: nblocks blocks of blen bytes, stride bytes
+ * apart, the first at first (one block: contiguous); or up to
+ * HCMPI_MAX_RUNS runs; or as only MPI_Pack knows. */
+enum { HCMPI_SHAPE_STRIDED, HCMPI_SHAPE_RUNS, HCMPI_SHAPE_PACK };
+#define HCMPI_MAX_RUNS 16
+typedef struct {
+    int kind, nruns;
+    size_t nblocks, blen;
+    MPI_Aint stride, first;
+    MPI_Aint off[HCMPI_MAX_RUNS];
+    size_t len[HCMPI_MAX_RUNS];
+} hcmpi_shape_t;
+
 /* count elements of dtype at buf, as the bytes they hold. */
 typedef struct {
     const void *buf;
@@ -172,8 +186,9 @@ typedef struct {
     size_t bytes; /* the type signature's size: what all ranks agree on */
     size_t elem;  /* bytes of one element */
     MPI_Aint extent;
-    char *data;     /* contiguous only: where the bytes start */
-    int contiguous; /* the bytes lie at data, in type-map order */
+    char *data;          /* contiguous only: where the bytes start */
+    int contiguous;      /* the bytes lie at data, in type-map order */
+    hcmpi_shape_t shape; /* otherwise: of one element, or of all at once */
 } hcmpi_layout_t;
 
 /* Before the settings are combined: 1 when this MPI packs data as the raw

@@ -428,6 +428,15 @@ int main(int argc, char **argv) {
             }
             free_layouts(l, k);
         }
+        /* Types past what the preload probes (1 MiB): their constructor
+         * tells, or MPI_Pack does the packing. */
+        int n = 300000, k = make_layouts(fam, n, l);
+        for (int v = 0; v < k; v++) {
+            const layout_t *mine = &l[(pu_rank + v) % k];
+            t_bcast(fam, n, mine, v % pu_size, 0);
+            t_allgather(fam, n, &l[(pu_rank * 3 + v + 1) % k], mine, 0, 0);
+        }
+        free_layouts(l, k);
     }
     for (int root = 0; root < pu_size && root < 3; root++) {
         t_reductions(root ? 1000 : 7, root);
