@@ -7,6 +7,7 @@
  * interpose_map.c (datatypes and operations), interpose_coll.c (the C
  * reductions and barrier, and the C entry points), interpose_move.c (the
  * data-movement collectives), interpose_dtype.c (any datatype as bytes),
+ * interpose_shape.c (where a datatype's bytes lie),
  * interpose_ireq.c (non-blocking calls as MPI generalized requests),
  * interpose_fortran.c (the Fortran bindings).
  *
@@ -178,6 +179,28 @@ typedef struct {
     size_t len[HCMPI_MAX_RUNS];
 } hcmpi_shape_t;
 
+static inline void hcmpi_shape_strided(hcmpi_shape_t *s, size_t nblocks,
+                                       size_t blen, MPI_Aint stride,
+                                       MPI_Aint first) {
+    s->kind = HCMPI_SHAPE_STRIDED;
+    s->nblocks = nblocks;
+    s->blen = blen;
+    s->stride = stride;
+    s->first = first;
+}
+/* One block, or blocks that follow each other: the bytes are contiguous. */
+static inline int hcmpi_shape_is_run(const hcmpi_shape_t *s) {
+    return s->kind == HCMPI_SHAPE_STRIDED &&
+           (s->nblocks <= 1 || s->stride == (MPI_Aint)s->blen);
+}
+
+/* One element of a datatype: its size, bounds and shape. */
+typedef struct {
+    MPI_Count size;
+    MPI_Aint extent, true_lb, true_extent;
+    hcmpi_shape_t shape;
+} hcmpi_type_t;
+
 /* count elements of dtype at buf, as the bytes they hold. */
 typedef struct {
     const void *buf;
@@ -209,6 +232,12 @@ hcomm_dtype_t hcmpi_unit(size_t unit, size_t *n);
 /* Scratch from HCOMM's pool (NULL when out of memory), and back. */
 void *hcmpi_scratch(size_t bytes);
 void hcmpi_scratch_put(void *p);
+
+/* --- interpose_shape.c ------------------------------------------------- */
+
+/* Describes one element of t, its shape included (interpose_dtype.c keeps
+ * the answer in an attribute of t); 0 when MPI cannot describe t. */
+int hcmpi_type_describe(MPI_Datatype t, hcmpi_type_t *ti);
 
 /* --- interpose_coll.c: the calls, for the C and Fortran entry points ---
  * Each returns 1 when HCOMM ran the call (its MPI return code in *rc), 0

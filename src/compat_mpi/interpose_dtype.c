@@ -5,15 +5,10 @@
  * a rank whose data lie contiguous in type-map order gives HCOMM its
  * buffer, any other packs into or unpacks from pooled scratch.
  *
- * Contiguous means more than size == true extent: a type may list its
- * items out of memory order (indexed {1, 0}) or read one item twice and
- * skip another, and still fill its true extent. So each derived datatype
- * is flattened once, into the shape of interpose.h: from its constructor
- * (dup, resized, contiguous, vector, hvector of simpler types), or by
- * packing a probe of it whose bytes name their own offsets. The shape is
- * kept in an attribute of the type. Packing then is a copy loop, several
- * times faster than MPI_Pack on small blocks; MPI_Pack remains for shapes
- * with many irregular runs. */
+ * Each derived datatype is flattened once (interpose_shape.c) and its
+ * shape kept in an attribute of the type. Packing then is a copy loop,
+ * several times faster than MPI_Pack on small blocks; MPI_Pack remains
+ * for types of many irregular pieces. */
 #include "compat_mpi/interpose.h"
 #include "core/context.h"
 #include "core/pool.h"
@@ -23,17 +18,6 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* What one element of a type is. */
-typedef struct {
-    MPI_Count size;
-    MPI_Aint extent, true_lb, true_extent;
-    hcmpi_shape_t shape;
-} type_info_t;
-
-/* Types are probed up to this many bytes (read and packed): the probe
- * packs the type once per byte of the largest offset. */
-#define PROBE_MAX ((MPI_Count)1 << 20)
 
 static int type_keyval = MPI_KEYVAL_INVALID;
 static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -46,206 +30,28 @@ static int info_delete(MPI_Datatype t, int keyval, void *value, void *extra) {
     return MPI_SUCCESS;
 }
 
-static int bounds(MPI_Datatype t, type_info_t *ti) {
-    MPI_Aint lb;
-    return PMPI_Type_size_x(t, &ti->size) == MPI_SUCCESS &&
-           PMPI_Type_get_extent(t, &lb, &ti->extent) == MPI_SUCCESS &&
-           PMPI_Type_get_true_extent(t, &ti->true_lb, &ti->true_extent) ==
-               MPI_SUCCESS &&
-           ti->size >= 0;
-}
-
-static void set_strided(hcmpi_shape_t *s, size_t nblocks, size_t blen,
-                        MPI_Aint stride, MPI_Aint first) {
-    s->kind = HCMPI_SHAPE_STRIDED;
-    s->nblocks = nblocks;
-    s->blen = blen;
-    s->stride = stride;
-    s->first = first;
-}
-
-/* One block, or blocks that follow each other: the bytes are contiguous. */
-static int one_run(const hcmpi_shape_t *s) {
-    return s->kind == HCMPI_SHAPE_STRIDED &&
-           (s->nblocks <= 1 || s->stride == (MPI_Aint)s->blen);
-}
-
-/* Runs of consecutive bytes, in packing order, into a shape: one strided
- * pattern, few runs, or MPI_Pack. */
-typedef struct {
-    hcmpi_shape_t *s;
-    size_t n, len;      /* runs so far; the current one's length */
-    MPI_Aint off, prev; /* the current run's start; the previous one's */
-    int regular;        /* every run blen long, stride apart */
-} runs_t;
-
-static void run_end(runs_t *r) {
-    hcmpi_shape_t *s = r->s;
-    if (r->n == 0) {
-        set_strided(s, 1, r->len, 0, r->off);
-        r->regular = 1;
-    } else if (r->regular && r->len == s->blen &&
-               (r->n == 1 || r->off - r->prev == s->stride)) {
-        if (r->n == 1) s->stride = r->off - r->prev;
-        s->nblocks++;
-    } else {
-        r->regular = 0;
-    }
-    if (r->n < HCMPI_MAX_RUNS) {
-        s->off[r->n] = r->off;
-        s->len[r->n] = r->len;
-    }
-    r->prev = r->off;
-    r->n++;
-}
-
-/* Packs one element of t from a probe whose bytes hold, pass by pass, the
- * bytes of their own offsets, and so learns where each packed byte came
- * from. 0 when MPI refuses. */
-static int probe(MPI_Datatype t, type_info_t *ti) {
-    size_t n = (size_t)ti->size, span = (size_t)ti->true_extent;
-    unsigned char *src = malloc(span ? span : 1), *out = malloc(n);
-    uint32_t *from = calloc(n, sizeof(*from));
-    int ok = src && out && from;
-    /* src - true_lb is the base whose element's data start at src. */
-    void *base = (void *)((uintptr_t)src - (uintptr_t)ti->true_lb);
-    for (unsigned shift = 0; ok && (shift == 0 || ((span - 1) >> shift));
-         shift += 8) {
-        int pos = 0;
-        for (size_t i = 0; i < span; i++)
-            src[i] = (unsigned char)(i >> shift);
-        ok = PMPI_Pack(base, 1, t, out, (int)n, &pos, MPI_COMM_SELF) ==
-                 MPI_SUCCESS &&
-             (size_t)pos == n;
-        for (size_t q = 0; ok && q < n; q++)
-            from[q] |= (uint32_t)out[q] << shift;
-    }
-    if (ok) {
-        runs_t r = {&ti->shape, 0, 0, 0, 0, 0};
-        for (size_t q = 0; q < n; q++) {
-            MPI_Aint at = ti->true_lb + (MPI_Aint)from[q];
-            if (q && at == r.off + (MPI_Aint)r.len) {
-                r.len++;
-                continue;
-            }
-            if (q) run_end(&r);
-            r.off = at;
-            r.len = 1;
-        }
-        if (n) run_end(&r);
-        if (!r.regular) {
-            ti->shape.kind =
-                r.n <= HCMPI_MAX_RUNS ? HCMPI_SHAPE_RUNS : HCMPI_SHAPE_PACK;
-            ti->shape.nruns = (int)r.n;
-        }
-    }
-    free(src);
-    free(out);
-    free(from);
-    return ok;
-}
-
-static int info_of(MPI_Datatype t, type_info_t *ti);
-
-/* The shape of a large type from its constructor, when it is made of
- * strided pieces: 1, or 0 (MPI_Pack). Its inner type is a new handle we
- * commit (the probe packs it) and free. */
-static int by_constructor(MPI_Datatype t, int combiner, type_info_t *ti) {
-    int ni, na, nd, comb, ints[3] = {0}, ic, dummy;
-    MPI_Aint aints[2] = {0};
-    MPI_Datatype inner;
-    type_info_t ii;
-    if (PMPI_Type_get_envelope(t, &ni, &na, &nd, &comb) != MPI_SUCCESS ||
-        ni > 3 || na > 2 || nd != 1 ||
-        PMPI_Type_get_contents(t, ni, na, nd, ints, aints, &inner) !=
-            MPI_SUCCESS)
-        return 0;
-    int named = PMPI_Type_get_envelope(inner, &dummy, &dummy, &dummy, &ic) ==
-                    MPI_SUCCESS &&
-                ic == MPI_COMBINER_NAMED;
-    int ok = (named || PMPI_Type_commit(&inner) == MPI_SUCCESS) &&
-             info_of(inner, &ii);
-    hcmpi_shape_t *in = &ii.shape;
-    /* The inner type as one block, and its elements back to back. */
-    int block = ok && one_run(in), packed = block && ii.extent == ii.size;
-    size_t bytes = (size_t)ii.size;
-    MPI_Aint stride = ints[0] > 1 && combiner == MPI_COMBINER_HVECTOR
-                          ? aints[0]
-                          : (MPI_Aint)ints[ni > 2 ? 2 : 0] * ii.extent;
-    if (ok) {
-        switch (combiner) {
-        case MPI_COMBINER_DUP:
-        case MPI_COMBINER_RESIZED: /* the same bytes, another extent */
-            ti->shape = *in;
-            break;
-        case MPI_COMBINER_CONTIGUOUS: /* count */
-            if (block)
-                set_strided(&ti->shape, (size_t)ints[0], bytes, ii.extent,
-                            in->first);
-            else if (in->kind == HCMPI_SHAPE_STRIDED &&
-                     ii.extent == (MPI_Aint)in->nblocks * in->stride)
-                set_strided(&ti->shape, (size_t)ints[0] * in->nblocks, in->blen,
-                            in->stride, in->first);
-            else
-                ok = 0;
-            break;
-        case MPI_COMBINER_VECTOR:  /* count, blocklength, stride */
-        case MPI_COMBINER_HVECTOR: /* count, blocklength; stride */
-            if (packed || (block && ints[1] == 1))
-                set_strided(&ti->shape, (size_t)ints[0],
-                            (size_t)ints[1] * bytes, stride, in->first);
-            else
-                ok = 0;
-            break;
-        default:
-            ok = 0;
-        }
-    }
-    if (!named) PMPI_Type_free(&inner);
-    return ok;
-}
-
-/* t's element, computed. */
-static int info_of(MPI_Datatype t, type_info_t *ti) {
-    int ni, na, nd, combiner;
-    if (!bounds(t, ti) ||
-        PMPI_Type_get_envelope(t, &ni, &na, &nd, &combiner) != MPI_SUCCESS)
-        return 0;
-    ti->shape.kind = HCMPI_SHAPE_PACK;
-    /* A predefined type lists its bytes in order, padding aside. */
-    if (combiner == MPI_COMBINER_NAMED) {
-        if (ti->size == ti->true_extent)
-            set_strided(&ti->shape, 1, (size_t)ti->size, 0, ti->true_lb);
-        return 1;
-    }
-    if (ti->size <= PROBE_MAX && ti->true_extent <= PROBE_MAX)
-        return probe(t, ti) || (ti->shape.kind = HCMPI_SHAPE_PACK, 1);
-    if (!by_constructor(t, combiner, ti)) ti->shape.kind = HCMPI_SHAPE_PACK;
-    return 1;
-}
-
 /* t's element, from its attribute (derived types) or computed (named
  * ones, which cost a few queries and cannot carry our attribute on every
  * MPI). */
-static int cached_info(MPI_Datatype t, type_info_t *ti) {
+static int cached_info(MPI_Datatype t, hcmpi_type_t *ti) {
     int ni, na, nd, combiner, flag = 0;
     void *v = NULL;
     if (PMPI_Type_get_envelope(t, &ni, &na, &nd, &combiner) != MPI_SUCCESS)
         return 0;
     if (combiner == MPI_COMBINER_NAMED || type_keyval == MPI_KEYVAL_INVALID)
-        return info_of(t, ti);
+        return hcmpi_type_describe(t, ti);
     if (PMPI_Type_get_attr(t, type_keyval, &v, &flag) != MPI_SUCCESS) return 0;
     if (flag) {
-        *ti = *(type_info_t *)v;
+        *ti = *(hcmpi_type_t *)v;
         return 1;
     }
     /* Set once: a reader never sees its entry replaced and freed. */
     pthread_mutex_lock(&cache_lock);
     int ok = PMPI_Type_get_attr(t, type_keyval, &v, &flag) == MPI_SUCCESS;
     if (ok && flag) {
-        *ti = *(type_info_t *)v;
-    } else if (ok && (ok = info_of(t, ti))) {
-        type_info_t *keep = malloc(sizeof(*keep));
+        *ti = *(hcmpi_type_t *)v;
+    } else if (ok && (ok = hcmpi_type_describe(t, ti))) {
+        hcmpi_type_t *keep = malloc(sizeof(*keep));
         if (keep) {
             *keep = *ti;
             if (PMPI_Type_set_attr(t, type_keyval, keep) != MPI_SUCCESS)
@@ -258,7 +64,7 @@ static int cached_info(MPI_Datatype t, type_info_t *ti) {
 
 int hcmpi_layout(const void *buf, size_t count, MPI_Datatype dtype,
                  hcmpi_layout_t *out) {
-    type_info_t ti;
+    hcmpi_type_t ti;
     out->buf = buf;
     out->count = count;
     out->dtype = dtype;
@@ -277,15 +83,16 @@ int hcmpi_layout(const void *buf, size_t count, MPI_Datatype dtype,
     hcmpi_shape_t *s = &out->shape;
     *s = ti.shape;
     out->contiguous =
-        one_run(s) && (count <= 1 || ti.extent == (MPI_Aint)ti.size);
+        hcmpi_shape_is_run(s) && (count <= 1 || ti.extent == (MPI_Aint)ti.size);
     /* MPI_BOTTOM (address 0) with absolute displacements included. */
     out->data = (char *)((uintptr_t)buf + (uintptr_t)s->first);
     /* Elements that continue one strided pattern: one loop over all. */
     if (!out->contiguous && count > 1 && s->kind == HCMPI_SHAPE_STRIDED) {
-        if (one_run(s))
-            set_strided(s, count, out->elem, ti.extent, s->first);
+        if (hcmpi_shape_is_run(s))
+            hcmpi_shape_strided(s, count, out->elem, ti.extent, s->first);
         else if (ti.extent == (MPI_Aint)s->nblocks * s->stride)
-            set_strided(s, count * s->nblocks, s->blen, s->stride, s->first);
+            hcmpi_shape_strided(s, count * s->nblocks, s->blen, s->stride,
+                                s->first);
     }
     return 1;
 }
@@ -316,25 +123,38 @@ static char *strided(char *packed, uintptr_t at, size_t n, size_t blen,
     return packed;
 }
 
-/* MPI_Pack counts in int: whole elements, at most INT_MAX bytes a call. */
+/* MPI_Pack counts in int: whole elements, at most INT_MAX bytes a call.
+ * MPICH 4.0 refuses MPI_BOTTOM (NULL) as the buffer: then the same bytes
+ * go through the type moved back one byte, from address 1. */
 static int mpi_pack(const hcmpi_layout_t *l, char *packed, int unpack) {
     size_t step = l->elem ? HCMPI_MAX_BLOCK / l->elem : l->count;
+    MPI_Datatype t = l->dtype, moved = MPI_DATATYPE_NULL;
+    uintptr_t base = (uintptr_t)l->buf;
+    int rc = MPI_SUCCESS, one = 1;
+    MPI_Aint back = -1;
     if (step == 0) return MPI_ERR_COUNT; /* an element over 2 GiB */
     if (step > INT_MAX) step = INT_MAX;
-    for (size_t i = 0; i < l->count; i += step) {
+    if (!base) {
+        if ((rc = PMPI_Type_create_hindexed(1, &one, &back, t, &moved)) ||
+            (rc = PMPI_Type_commit(&moved)))
+            return rc;
+        t = moved;
+        base = 1;
+    }
+    for (size_t i = 0; !rc && i < l->count; i += step) {
         size_t n = l->count - i < step ? l->count - i : step;
-        int pos = 0, rc, bytes = (int)(n * l->elem);
-        uintptr_t at = (uintptr_t)l->buf + (uintptr_t)((MPI_Aint)i * l->extent);
+        int pos = 0, bytes = (int)(n * l->elem);
+        uintptr_t at = base + (uintptr_t)((MPI_Aint)i * l->extent);
         char *p = packed + i * l->elem;
         if (unpack)
-            rc = PMPI_Unpack(p, bytes, &pos, (void *)at, (int)n, l->dtype,
+            rc = PMPI_Unpack(p, bytes, &pos, (void *)at, (int)n, t,
                              MPI_COMM_SELF);
         else
-            rc = PMPI_Pack((const void *)at, (int)n, l->dtype, p, bytes, &pos,
+            rc = PMPI_Pack((const void *)at, (int)n, t, p, bytes, &pos,
                            MPI_COMM_SELF);
-        if (rc != MPI_SUCCESS) return rc;
     }
-    return MPI_SUCCESS;
+    if (moved != MPI_DATATYPE_NULL) PMPI_Type_free(&moved);
+    return rc;
 }
 
 static int copy(const hcmpi_layout_t *l, char *packed, int unpack) {
