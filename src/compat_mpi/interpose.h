@@ -29,6 +29,7 @@
 #include <mpi.h>
 #include <stdatomic.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #define HCMPI_EXPORT __attribute__((visibility("default")))
 
@@ -218,10 +219,50 @@ typedef struct {
  * bytes in type-map order, which moving packed bytes to an unpacking or
  * contiguous peer needs. Sets up the datatype cache. */
 int hcmpi_dtype_init(void);
+/* hcmpi_layout for a datatype that is not a mapped predefined one. */
+int hcmpi_layout_derived(const void *buf, size_t count, MPI_Datatype dtype,
+                         hcmpi_layout_t *out);
 /* Describes count elements of dtype at buf; 0 when MPI cannot say (a
- * null or invalid datatype, sizes that overflow). */
-int hcmpi_layout(const void *buf, size_t count, MPI_Datatype dtype,
-                 hcmpi_layout_t *out);
+ * null or invalid datatype, sizes that overflow). Inline, as the
+ * functions below: every data-movement call runs them. */
+static inline int hcmpi_layout(const void *buf, size_t count,
+                               MPI_Datatype dtype, hcmpi_layout_t *out) {
+    size_t size = hcmpi_map_size(dtype);
+    if (!size) return hcmpi_layout_derived(buf, count, dtype, out);
+    out->buf = buf; /* the common case: no MPI query */
+    out->count = count;
+    out->dtype = dtype;
+    out->elem = size;
+    out->extent = (MPI_Aint)size;
+    out->data = (char *)(uintptr_t)buf;
+    out->contiguous = 1;
+    return !__builtin_mul_overflow(count, size, &out->bytes);
+}
+/* l's count and datatype at buf, in *to. */
+static inline void hcmpi_layout_at(hcmpi_layout_t *to, const hcmpi_layout_t *l,
+                                   const void *buf) {
+    if (l->contiguous) { /* its shape is never read: copied field by field */
+        to->count = l->count;
+        to->dtype = l->dtype;
+        to->bytes = l->bytes;
+        to->elem = l->elem;
+        to->extent = l->extent;
+        to->contiguous = 1;
+    } else {
+        *to = *l;
+    }
+    to->data =
+        (char *)((uintptr_t)buf + ((uintptr_t)l->data - (uintptr_t)l->buf));
+    to->buf = buf;
+}
+/* l for times as many elements (from the same buffer). */
+static inline int hcmpi_layout_times(hcmpi_layout_t *l, size_t times) {
+    if (l->contiguous && l->extent == (MPI_Aint)l->elem) {
+        l->count *= times; /* elements back to back: no MPI query */
+        return !__builtin_mul_overflow(l->bytes, times, &l->bytes);
+    }
+    return hcmpi_layout(l->buf, l->count * times, l->dtype, l);
+}
 /* Copies the bytes of l to or from dst/src (l->bytes of them); an MPI
  * error code. */
 int hcmpi_pack(const hcmpi_layout_t *l, void *dst);

@@ -62,20 +62,12 @@ static int cached_info(MPI_Datatype t, hcmpi_type_t *ti) {
     return ok;
 }
 
-int hcmpi_layout(const void *buf, size_t count, MPI_Datatype dtype,
-                 hcmpi_layout_t *out) {
+int hcmpi_layout_derived(const void *buf, size_t count, MPI_Datatype dtype,
+                         hcmpi_layout_t *out) {
     hcmpi_type_t ti;
     out->buf = buf;
     out->count = count;
     out->dtype = dtype;
-    size_t size = hcmpi_map_size(dtype);
-    if (size) { /* the common case: no MPI query */
-        out->elem = size;
-        out->extent = (MPI_Aint)size;
-        out->data = (char *)(uintptr_t)buf;
-        out->contiguous = 1;
-        return !__builtin_mul_overflow(count, size, &out->bytes);
-    }
     if (dtype == MPI_DATATYPE_NULL || !cached_info(dtype, &ti)) return 0;
     out->elem = (size_t)ti.size;
     out->extent = ti.extent;

@@ -28,14 +28,20 @@ static int take(hcmpi_coll_t k, size_t block, MPI_Comm comm, hcmpi_comm_t **c) {
     return 1;
 }
 
-/* The bytes sent by a rank that is not in place, which the type-signature
- * rule makes equal to a receive block. */
+/* The send side of a rank that is not in place (per blocks), which the
+ * type-signature rule makes the size of the receive side's (r, one
+ * block); most often the same count and datatype. */
 static int send_matches(const void *sendbuf, int sendcount,
-                        MPI_Datatype sendtype, size_t per, size_t block,
-                        hcmpi_layout_t *s) {
+                        MPI_Datatype sendtype, int recvcount,
+                        MPI_Datatype recvtype, size_t per,
+                        const hcmpi_layout_t *r, hcmpi_layout_t *s) {
+    if (sendtype == recvtype && sendcount == recvcount) {
+        hcmpi_layout_at(s, r, sendbuf);
+        return per == 1 || hcmpi_layout_times(s, per);
+    }
     return sendcount >= 0 &&
            hcmpi_layout(sendbuf, (size_t)sendcount * per, sendtype, s) &&
-           s->bytes == block * per;
+           s->bytes == r->bytes * per;
 }
 
 /* A failure of our own after the call was taken (no scratch, a type MPI
@@ -95,10 +101,11 @@ int hcmpi_try_allgather(const void *sendbuf, int sendcount,
     if (!take(k, block, comm, &c)) return 0;
     if (!hcmpi_in_window(k, (size_t)c->size * block))
         return hcmpi_fallback(k, HCMPI_WHY_SIZE);
-    if (!in_place && !send_matches(sendbuf, sendcount, sendtype, 1, block, &s))
+    if (!in_place && !send_matches(sendbuf, sendcount, sendtype, recvcount,
+                                   recvtype, 1, &r, &s))
         return hcmpi_fallback(k, HCMPI_WHY_ARGS);
     /* The whole receive buffer, and where this rank's block goes. */
-    hcmpi_layout(recvbuf, (size_t)recvcount * (size_t)c->size, recvtype, &r);
+    hcmpi_layout_times(&r, (size_t)c->size);
     char *all = r.contiguous ? r.data : hcmpi_scratch(r.bytes);
     if (!all) return failed(k, comm, MPI_ERR_NO_MEM, rc);
     char *mine = all + (size_t)c->rank * block;
@@ -152,10 +159,10 @@ int hcmpi_try_alltoall(const void *sendbuf, int sendcount,
     size = (size_t)c->size;
     if (!hcmpi_in_window(k, size * block))
         return hcmpi_fallback(k, HCMPI_WHY_SIZE);
-    if (!in_place &&
-        !send_matches(sendbuf, sendcount, sendtype, size, block, &s))
+    if (!in_place && !send_matches(sendbuf, sendcount, sendtype, recvcount,
+                                   recvtype, size, &r, &s))
         return hcmpi_fallback(k, HCMPI_WHY_ARGS);
-    hcmpi_layout(recvbuf, (size_t)recvcount * size, recvtype, &r);
+    hcmpi_layout_times(&r, size);
     char *dst = r.contiguous ? r.data : hcmpi_scratch(r.bytes);
     const char *src = dst; /* in place: HCOMM's in-place form */
     char *packed = NULL;
