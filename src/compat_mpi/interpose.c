@@ -1,5 +1,6 @@
-/* libhcomm_mpi.so: MPI_Init/MPI_Finalize hooks, the MPI_Comm -> HCOMM
- * communicator cache, HCOMM_MPI_INTERCEPT and the statistics. */
+/* libhcomm_mpi.so: MPI_Init/MPI_Finalize hooks, the settings every rank
+ * agrees on, the MPI_Comm -> HCOMM communicator cache, HCOMM_MPI_INTERCEPT
+ * and the statistics. */
 #include "compat_mpi/interpose.h"
 #include "core/config.h"
 #include "core/log.h"
@@ -20,6 +21,7 @@ static atomic_int hcomm_up; /* HCOMM runs: cache entries own communicators */
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 
 static atomic_ulong n_taken[HCMPI_NCOLL], n_failed[HCMPI_NCOLL];
+static atomic_ulong n_comms; /* communicators set up collectively */
 static atomic_ulong n_fallback[HCMPI_NCOLL][HCMPI_NWHY];
 
 static const char *coll_names[HCMPI_NCOLL] = {
@@ -35,15 +37,16 @@ static const char *why_names[] = {"disabled",
                                   "op",
                                   "derived datatype",
                                   "datatype",
-                                  "type mismatch",
                                   "intercommunicator",
+                                  "several worlds",
                                   "arguments",
                                   "count 0",
                                   "communicator setup",
                                   "not implemented in HCOMM",
                                   "refused by HCOMM",
                                   "no progress hook",
-                                  "size"};
+                                  "size",
+                                  "over 2 GiB"};
 
 _Static_assert(sizeof(why_names) / sizeof(why_names[0]) == HCMPI_NWHY,
                "a name for every reason");
@@ -99,6 +102,43 @@ static void print_stats(void) {
     if (!any)
         fprintf(stderr, "[hcomm_mpi rank %d] no collective calls\n",
                 hcmpi.world_rank);
+    /* The same on every rank of a program whose ranks call the same
+     * collectives: a rank that set one up alone would have hung. */
+    if (atomic_load(&n_comms))
+        fprintf(stderr, "[hcomm_mpi rank %d] communicators: %lu set up\n",
+                hcmpi.world_rank, atomic_load(&n_comms));
+}
+
+int hcmpi_finish(hcmpi_coll_t coll, MPI_Comm comm, hcomm_status_t st, int *rc) {
+    switch (st) {
+    case HCOMM_SUCCESS:
+        hcmpi_count_taken(coll);
+        *rc = MPI_SUCCESS;
+        return 1;
+    case HCOMM_ERR_UNSUPPORTED:
+        return hcmpi_fallback(coll, HCMPI_WHY_UNSUPPORTED);
+    case HCOMM_ERR_INVALID_ARG:
+    case HCOMM_ERR_INVALID_DTYPE:
+    case HCOMM_ERR_INVALID_OP:
+    case HCOMM_ERR_INVALID_COMM:
+    case HCOMM_ERR_OVERFLOW:
+    case HCOMM_ERR_NOT_INITIALIZED:
+        return hcmpi_fallback(coll, HCMPI_WHY_REFUSED);
+    default:
+        *rc = hcmpi_report_failure(coll, comm, st);
+        return 1;
+    }
+}
+
+int hcmpi_report_local(hcmpi_coll_t coll, MPI_Comm comm, int err,
+                       const char *what) {
+    hcmpi_count_failed(coll);
+    fprintf(stderr, "[hcomm_mpi rank %d] %s failed: %s\n", hcmpi.world_rank,
+            mpi_names[coll], what);
+    hcmpi_depth++;
+    PMPI_Comm_call_errhandler(comm, err);
+    hcmpi_depth--;
+    return err;
 }
 
 int hcmpi_report_failure(hcmpi_coll_t coll, MPI_Comm comm, hcomm_status_t st) {
@@ -243,21 +283,25 @@ static int comm_delete(MPI_Comm comm, int keyval, void *value, void *extra) {
 }
 
 /* Collective over comm: every rank reaches it at the same call, since the
- * decision to take a call is the same on all. */
+ * decision to take a call, made before, is the same on all. Whether HCOMM
+ * serves comm is then decided here once, by all its ranks together. */
 static hcmpi_comm_t *comm_create(MPI_Comm comm) {
     hcmpi_comm_t *e = calloc(1, sizeof(*e));
     int inter = 0;
     if (!e) return NULL;
     hcmpi_depth++;
     PMPI_Comm_test_inter(comm, &inter);
+    PMPI_Comm_rank(comm, &e->rank);
+    PMPI_Comm_size(comm, &e->size);
     if (inter) {
         e->why = HCMPI_WHY_INTERCOMM;
+    } else if (!hcmpi_within_world(comm, e->size)) {
+        e->why = HCMPI_WHY_WORLDS;
     } else {
         MPI_Comm bare;
-        PMPI_Comm_rank(comm, &e->rank);
-        PMPI_Comm_size(comm, &e->size);
         /* HCOMM duplicates what it is given; a split copies no attributes,
          * so the program's copy callbacks never see our communicators. */
+        atomic_fetch_add_explicit(&n_comms, 1, memory_order_relaxed);
         if (PMPI_Comm_split(comm, 0, e->rank, &bare) == MPI_SUCCESS) {
             hcomm_status_t st = hcomm_comm_create(bare, &e->comm);
             int ok = st == HCOMM_SUCCESS, all_ok = 0;
@@ -332,34 +376,35 @@ static void start(void) {
     hcmpi_depth++;
     PMPI_Comm_rank(MPI_COMM_WORLD, &hcmpi.world_rank);
     hcmpi.stats = stats && atoi(stats) > 0;
-    if (bad) {
-        mask = 0;
-        if (hcmpi.world_rank == 0)
-            fprintf(stderr,
-                    "[hcomm_mpi] HCOMM_MPI_INTERCEPT=%s: expected all, none "
-                    "or a list of allreduce, iallreduce, allgather, bcast, "
-                    "reduce, reduce_scatter_block, alltoall, barrier, each "
-                    "maybe with :MIN or :MIN-MAX bytes; every call goes to "
-                    "MPI\n",
-                    spec);
-    }
-    /* none: a pure pass-through that starts nothing. */
-    if (mask && hcomm_init(NULL, NULL) != HCOMM_SUCCESS) {
+    if (bad) mask = 0;
+    /* A rank that takes nothing makes the others take nothing too. */
+    int packs_raw = mask ? hcmpi_dtype_init() : 1;
+    if (hcmpi_agree_settings(&mask, bad, packs_raw) == hcmpi.world_rank)
         fprintf(stderr,
-                "[hcomm_mpi rank %d] HCOMM did not start, every call "
-                "goes to MPI: %s\n",
-                hcmpi.world_rank, hcomm_last_error());
-        mask = 0;
-    }
+                "[hcomm_mpi] HCOMM_MPI_INTERCEPT=%s: expected all, none "
+                "or a list of allreduce, iallreduce, allgather, bcast, "
+                "reduce, reduce_scatter_block, alltoall, barrier, each "
+                "maybe with :MIN or :MIN-MAX bytes; every call goes to "
+                "MPI\n",
+                spec);
+    /* none on every rank: a pass-through that starts nothing. */
     if (mask) {
-        hcmpi.stats = hcomm_cfg_int(HCOMM_CFG_MPI_STATS) > 0; /* validated */
-        hcmpi_map_init();
-        hcmpi_ireq_init();
-        if (PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, comm_delete,
-                                    &comm_keyval, NULL) != MPI_SUCCESS)
-            mask = 0;
-        else
-            atomic_store(&hcomm_up, 1);
+        int ok = hcomm_init(NULL, NULL) == HCOMM_SUCCESS;
+        if (!ok) {
+            fprintf(stderr,
+                    "[hcomm_mpi rank %d] HCOMM did not start, every call "
+                    "goes to MPI: %s\n",
+                    hcmpi.world_rank, hcomm_last_error());
+        } else {
+            /* validated */
+            hcmpi.stats = hcomm_cfg_int(HCOMM_CFG_MPI_STATS) > 0;
+            hcmpi_map_init();
+            hcmpi_ireq_init();
+            ok = PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, comm_delete,
+                                         &comm_keyval, NULL) == MPI_SUCCESS;
+            if (ok) atomic_store(&hcomm_up, 1);
+        }
+        hcmpi_agree_started(&mask, ok);
     }
     if ((mask || hcmpi.stats) &&
         PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, on_finalize,

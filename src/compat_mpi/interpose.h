@@ -3,14 +3,24 @@
  * to the MPI library untouched.
  *
  * Files: interpose.c (init, finalize, the communicator cache, statistics),
+ * interpose_agree.c (the settings and communicators all ranks agree on),
  * interpose_map.c (datatypes and operations), interpose_coll.c (the C
- * collectives), interpose_ireq.c (non-blocking calls as MPI generalized
- * requests), interpose_fortran.c (Open MPI's Fortran bindings).
+ * reductions and barrier, and the C entry points), interpose_move.c (the
+ * data-movement collectives), interpose_dtype.c (any datatype as bytes),
+ * interpose_shape.c (where a datatype's bytes lie),
+ * interpose_ireq.c (non-blocking calls as MPI generalized requests),
+ * interpose_fortran.c (the Fortran bindings).
  *
  * The rule that keeps ranks from deadlocking: the decision to take a call
  * must be the same on every rank of the call. It depends only on what MPI
- * requires to match across ranks (datatype, op, count, root, communicator),
- * never on rank-local state such as buffers. */
+ * requires to match across ranks: the communicator, the collective, the
+ * root, the operation, for reductions the datatype and count, and for data
+ * movement the bytes moved (each rank may describe them with its own count
+ * and datatype). Never on a rank's datatype, count, buffers or
+ * MPI_IN_PLACE there. The settings that enter the decision
+ * (HCOMM_MPI_INTERCEPT, whether HCOMM started) are combined across
+ * MPI_COMM_WORLD at MPI_Init, and whether HCOMM serves a communicator is
+ * decided collectively when HCOMM's communicator is made. */
 #ifndef HCOMM_COMPAT_MPI_INTERPOSE_H
 #define HCOMM_COMPAT_MPI_INTERPOSE_H
 
@@ -19,6 +29,7 @@
 #include <mpi.h>
 #include <stdatomic.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #define HCMPI_EXPORT __attribute__((visibility("default")))
 
@@ -40,10 +51,10 @@ typedef enum {
     HCMPI_WHY_REENTRY,      /* called from inside HCOMM */
     HCMPI_WHY_USER_OP,
     HCMPI_WHY_OP,      /* a predefined op HCOMM lacks (MAXLOC, LAND, BOR...) */
-    HCMPI_WHY_DERIVED, /* derived datatype */
-    HCMPI_WHY_DTYPE,   /* a predefined datatype HCOMM lacks */
-    HCMPI_WHY_TYPE_MISMATCH, /* send and receive types differ */
+    HCMPI_WHY_DERIVED, /* derived datatype in a reduction */
+    HCMPI_WHY_DTYPE,   /* a predefined datatype HCOMM cannot reduce */
     HCMPI_WHY_INTERCOMM,
+    HCMPI_WHY_WORLDS,      /* a communicator spanning several MPI_COMM_WORLDs */
     HCMPI_WHY_ARGS,        /* MPI will report an error: let it */
     HCMPI_WHY_EMPTY,       /* count 0 */
     HCMPI_WHY_COMM_SETUP,  /* HCOMM could not make a communicator */
@@ -51,6 +62,7 @@ typedef enum {
     HCMPI_WHY_REFUSED,     /* HCOMM refused the arguments before sending */
     HCMPI_WHY_NO_PROGRESS, /* no way to progress a generalized request */
     HCMPI_WHY_SIZE,        /* outside the HCOMM_MPI_INTERCEPT size window */
+    HCMPI_WHY_LARGE,       /* data movement over 2 GiB a block */
     HCMPI_NWHY
 } hcmpi_why_t;
 
@@ -104,6 +116,11 @@ hcmpi_comm_t *hcmpi_comm_get(MPI_Comm comm, hcmpi_why_t *why);
  * MPI freed it (called as requests complete). */
 void hcmpi_comm_retry_frees(void);
 
+/* After HCOMM ran: 1 and *rc, or 0 where HCOMM refused the call before
+ * sending anything and MPI should have it (it then reports errors exactly
+ * as without us). */
+int hcmpi_finish(hcmpi_coll_t coll, MPI_Comm comm, hcomm_status_t st, int *rc);
+
 /* Statistics (counted only with HCOMM_MPI_STATS). Returns 0, so that a
  * "try" function can `return hcmpi_fallback(...)`. */
 int hcmpi_fallback(hcmpi_coll_t coll, hcmpi_why_t why);
@@ -113,6 +130,24 @@ const char *hcmpi_coll_name(hcmpi_coll_t coll);
 /* Logs an HCOMM failure that happened after data moved, and passes it to
  * comm's MPI error handler; returns the MPI error code. */
 int hcmpi_report_failure(hcmpi_coll_t coll, MPI_Comm comm, hcomm_status_t st);
+/* The same for a failure of our own (what, an MPI error code) in a call
+ * already taken. */
+int hcmpi_report_local(hcmpi_coll_t coll, MPI_Comm comm, int err,
+                       const char *what);
+
+/* --- interpose_agree.c -------------------------------------------------- */
+
+/* In MPI_Init, on every rank: combines *mask and the windows in hcmpi with
+ * every rank's (what all take), data movement only where every rank packs
+ * as raw bytes (packs_raw). Returns the lowest rank whose
+ * HCOMM_MPI_INTERCEPT did not parse (bad), or -1. */
+int hcmpi_agree_settings(unsigned *mask, int bad, int packs_raw);
+/* Then, where HCOMM was to start: clears *mask unless it started (ok) on
+ * every rank, and non-blocking calls unless every rank can progress them. */
+void hcmpi_agree_started(unsigned *mask, int ok);
+/* Whether every process of comm (of size processes) is in this process's
+ * MPI_COMM_WORLD; the same answer on every rank of comm. */
+int hcmpi_within_world(MPI_Comm comm, int size);
 
 /* --- interpose_map.c -------------------------------------------------- */
 
@@ -122,6 +157,128 @@ void hcmpi_map_init(void);
 int hcmpi_map_dtype(MPI_Datatype dtype, int reduced, hcomm_dtype_t *out,
                     hcmpi_why_t *why);
 int hcmpi_map_op(MPI_Op op, hcomm_op_t *out, hcmpi_why_t *why);
+/* The size of a mapped predefined datatype; 0 for any other. */
+size_t hcmpi_map_size(MPI_Datatype dtype);
+
+/* --- interpose_dtype.c: any datatype as bytes ---------------------------- */
+
+/* The largest block (bcast: the message) HCOMM moves: MPI_Pack counts in
+ * int, and an element is never larger than the block. */
+#define HCMPI_MAX_BLOCK ((size_t)2147483647)
+
+/* Where the bytes of one element lie, from its base address (buf + i *
+ * extent), in type-map order: nblocks blocks of blen bytes, stride bytes
+ * apart, the first at first (one block: contiguous); or up to
+ * HCMPI_MAX_RUNS runs; or as only MPI_Pack knows. */
+enum { HCMPI_SHAPE_STRIDED, HCMPI_SHAPE_RUNS, HCMPI_SHAPE_PACK };
+#define HCMPI_MAX_RUNS 16
+typedef struct {
+    int kind, nruns;
+    size_t nblocks, blen;
+    MPI_Aint stride, first;
+    MPI_Aint off[HCMPI_MAX_RUNS];
+    size_t len[HCMPI_MAX_RUNS];
+} hcmpi_shape_t;
+
+static inline void hcmpi_shape_strided(hcmpi_shape_t *s, size_t nblocks,
+                                       size_t blen, MPI_Aint stride,
+                                       MPI_Aint first) {
+    s->kind = HCMPI_SHAPE_STRIDED;
+    s->nblocks = nblocks;
+    s->blen = blen;
+    s->stride = stride;
+    s->first = first;
+}
+/* One block, or blocks that follow each other: the bytes are contiguous. */
+static inline int hcmpi_shape_is_run(const hcmpi_shape_t *s) {
+    return s->kind == HCMPI_SHAPE_STRIDED &&
+           (s->nblocks <= 1 || s->stride == (MPI_Aint)s->blen);
+}
+
+/* One element of a datatype: its size, bounds and shape. */
+typedef struct {
+    MPI_Count size;
+    MPI_Aint extent, true_lb, true_extent;
+    hcmpi_shape_t shape;
+} hcmpi_type_t;
+
+/* count elements of dtype at buf, as the bytes they hold. */
+typedef struct {
+    const void *buf;
+    size_t count;
+    MPI_Datatype dtype;
+    size_t bytes; /* the type signature's size: what all ranks agree on */
+    size_t elem;  /* bytes of one element */
+    MPI_Aint extent;
+    char *data;          /* contiguous only: where the bytes start */
+    int contiguous;      /* the bytes lie at data, in type-map order */
+    hcmpi_shape_t shape; /* otherwise: of one element, or of all at once */
+} hcmpi_layout_t;
+
+/* Before the settings are combined: 1 when this MPI packs data as the raw
+ * bytes in type-map order, which moving packed bytes to an unpacking or
+ * contiguous peer needs. Sets up the datatype cache. */
+int hcmpi_dtype_init(void);
+/* hcmpi_layout for a datatype that is not a mapped predefined one. */
+int hcmpi_layout_derived(const void *buf, size_t count, MPI_Datatype dtype,
+                         hcmpi_layout_t *out);
+/* Describes count elements of dtype at buf; 0 when MPI cannot say (a
+ * null or invalid datatype, sizes that overflow). Inline, as the
+ * functions below: every data-movement call runs them. */
+static inline int hcmpi_layout(const void *buf, size_t count,
+                               MPI_Datatype dtype, hcmpi_layout_t *out) {
+    size_t size = hcmpi_map_size(dtype);
+    if (!size) return hcmpi_layout_derived(buf, count, dtype, out);
+    out->buf = buf; /* the common case: no MPI query */
+    out->count = count;
+    out->dtype = dtype;
+    out->elem = size;
+    out->extent = (MPI_Aint)size;
+    out->data = (char *)(uintptr_t)buf;
+    out->contiguous = 1;
+    return !__builtin_mul_overflow(count, size, &out->bytes);
+}
+/* l's count and datatype at buf, in *to. */
+static inline void hcmpi_layout_at(hcmpi_layout_t *to, const hcmpi_layout_t *l,
+                                   const void *buf) {
+    if (l->contiguous) { /* its shape is never read: copied field by field */
+        to->count = l->count;
+        to->dtype = l->dtype;
+        to->bytes = l->bytes;
+        to->elem = l->elem;
+        to->extent = l->extent;
+        to->contiguous = 1;
+    } else {
+        *to = *l;
+    }
+    to->data =
+        (char *)((uintptr_t)buf + ((uintptr_t)l->data - (uintptr_t)l->buf));
+    to->buf = buf;
+}
+/* l for times as many elements (from the same buffer). */
+static inline int hcmpi_layout_times(hcmpi_layout_t *l, size_t times) {
+    if (l->contiguous && l->extent == (MPI_Aint)l->elem) {
+        l->count *= times; /* elements back to back: no MPI query */
+        return !__builtin_mul_overflow(l->bytes, times, &l->bytes);
+    }
+    return hcmpi_layout(l->buf, l->count * times, l->dtype, l);
+}
+/* Copies the bytes of l to or from dst/src (l->bytes of them); an MPI
+ * error code. */
+int hcmpi_pack(const hcmpi_layout_t *l, void *dst);
+int hcmpi_unpack(const hcmpi_layout_t *l, const void *src);
+/* HCOMM's view of unit bytes that every rank moves: *n elements of the
+ * widest unsigned type that divides them. The same on every rank. */
+hcomm_dtype_t hcmpi_unit(size_t unit, size_t *n);
+/* Scratch from HCOMM's pool (NULL when out of memory), and back. */
+void *hcmpi_scratch(size_t bytes);
+void hcmpi_scratch_put(void *p);
+
+/* --- interpose_shape.c ------------------------------------------------- */
+
+/* Describes one element of t, its shape included (interpose_dtype.c keeps
+ * the answer in an attribute of t); 0 when MPI cannot describe t. */
+int hcmpi_type_describe(MPI_Datatype t, hcmpi_type_t *ti);
 
 /* --- interpose_coll.c: the calls, for the C and Fortran entry points ---
  * Each returns 1 when HCOMM ran the call (its MPI return code in *rc), 0

@@ -1,41 +1,15 @@
-/* The C collectives: what HCOMM takes, how MPI's conventions (MPI_IN_PLACE,
- * int counts, send and receive types) become HCOMM's, and the hand-off to
- * PMPI for the rest.
+/* The reductions and the barrier: what HCOMM takes, how MPI's conventions
+ * (MPI_IN_PLACE, int counts) become HCOMM's, and the C entry points of
+ * every collective, which hand what HCOMM does not take to PMPI.
  *
- * Data-movement collectives (allgather, bcast, alltoall) are taken only
- * when the datatype is predefined and mapped. MPI lets ranks pass
- * different (count, datatype) pairs with the same type signature; a program
- * where one rank passes a derived datatype and another a predefined one is
- * not supported: the first would go to MPI and the second to HCOMM, and
- * they would never meet. */
+ * MPI requires every rank of a reduction to pass the same datatype, count
+ * and operation, so a reduction is taken when HCOMM reduces that datatype
+ * (predefined and mapped) with that operation; MPI_IN_PLACE, which only
+ * the root of MPI_Reduce passes, plays no part in the choice. The
+ * data-movement collectives are in interpose_move.c. */
 #include "compat_mpi/interpose.h"
 
-#include <stdint.h>
 #include <string.h>
-
-/* After HCOMM ran: 1 and *rc, or 0 where nothing was sent and MPI should
- * have the call (it then reports errors exactly as without us). */
-static int finish(hcmpi_coll_t coll, MPI_Comm comm, hcomm_status_t st,
-                  int *rc) {
-    switch (st) {
-    case HCOMM_SUCCESS:
-        hcmpi_count_taken(coll);
-        *rc = MPI_SUCCESS;
-        return 1;
-    case HCOMM_ERR_UNSUPPORTED:
-        return hcmpi_fallback(coll, HCMPI_WHY_UNSUPPORTED);
-    case HCOMM_ERR_INVALID_ARG:
-    case HCOMM_ERR_INVALID_DTYPE:
-    case HCOMM_ERR_INVALID_OP:
-    case HCOMM_ERR_INVALID_COMM:
-    case HCOMM_ERR_OVERFLOW:
-    case HCOMM_ERR_NOT_INITIALIZED:
-        return hcmpi_fallback(coll, HCMPI_WHY_REFUSED);
-    default:
-        *rc = hcmpi_report_failure(coll, comm, st);
-        return 1;
-    }
-}
 
 /* Bytes of count elements of t. */
 static size_t bytes_of(int count, hcomm_dtype_t t) {
@@ -66,7 +40,7 @@ int hcmpi_try_allreduce(const void *sendbuf, void *recvbuf, int count,
     hcomm_status_t st =
         hcomm_allreduce(sendbuf, recvbuf, (size_t)count, t, o, c->comm);
     LEAVE();
-    return finish(k, comm, st, rc);
+    return hcmpi_finish(k, comm, st, rc);
 }
 
 int hcmpi_try_iallreduce(const void *sendbuf, void *recvbuf, int count,
@@ -93,88 +67,10 @@ int hcmpi_try_iallreduce(const void *sendbuf, void *recvbuf, int count,
     hcomm_status_t st =
         hcomm_iallreduce(sendbuf, recvbuf, (size_t)count, t, o, c->comm, &hreq);
     LEAVE();
-    if (st != HCOMM_SUCCESS) return finish(k, comm, st, rc);
+    if (st != HCOMM_SUCCESS) return hcmpi_finish(k, comm, st, rc);
     hcmpi_count_taken(k);
     *rc = hcmpi_ireq_wrap(hreq, comm, request);
     return 1;
-}
-
-/* allgather and alltoall: the send side as the receive side, or in place. */
-static int same_sides(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
-                      int recvcount, MPI_Datatype recvtype) {
-    return sendbuf == MPI_IN_PLACE ||
-           (sendtype == recvtype && sendcount == recvcount);
-}
-
-/* What allgather and alltoall check alike before HCOMM takes them: one
- * mapped type on both sides (or in place), a positive count, the
- * communicator, the size window. 1 with *t and *c set; else the fallback is
- * counted and 0 returned. */
-static int take_blocks(hcmpi_coll_t k, const void *sendbuf, int sendcount,
-                       MPI_Datatype sendtype, int recvcount,
-                       MPI_Datatype recvtype, MPI_Comm comm, hcomm_dtype_t *t,
-                       hcmpi_comm_t **c) {
-    hcmpi_why_t why;
-    if (!hcmpi_wants(k)) return hcmpi_fallback(k, hcmpi_why_not());
-    if (!hcmpi_map_dtype(recvtype, 0, t, &why)) return hcmpi_fallback(k, why);
-    if (!same_sides(sendbuf, sendcount, sendtype, recvcount, recvtype))
-        return hcmpi_fallback(k, HCMPI_WHY_TYPE_MISMATCH);
-    if (recvcount <= 0)
-        return hcmpi_fallback(k, recvcount ? HCMPI_WHY_ARGS : HCMPI_WHY_EMPTY);
-    if (!(*c = hcmpi_comm_get(comm, &why))) return hcmpi_fallback(k, why);
-    if (OUTSIDE(k, (size_t)(*c)->size * bytes_of(recvcount, *t)))
-        return hcmpi_fallback(k, HCMPI_WHY_SIZE);
-    return 1;
-}
-
-int hcmpi_try_allgather(const void *sendbuf, int sendcount,
-                        MPI_Datatype sendtype, void *recvbuf, int recvcount,
-                        MPI_Datatype recvtype, MPI_Comm comm, int *rc) {
-    const hcmpi_coll_t k = HCMPI_ALLGATHER;
-    hcomm_dtype_t t;
-    hcmpi_comm_t *c;
-    if (!take_blocks(k, sendbuf, sendcount, sendtype, recvcount, recvtype, comm,
-                     &t, &c))
-        return 0;
-    /* MPI_IN_PLACE: our block already sits in recvbuf, which is HCOMM's
-     * in-place form. A send buffer inside recvbuf elsewhere moves there
-     * first, so that no rank refuses what the others take. */
-    size_t block = (size_t)recvcount * hcomm_dtype_size(t);
-    char *mine = (char *)recvbuf + (size_t)c->rank * block;
-    if (sendbuf == MPI_IN_PLACE) {
-        sendbuf = mine;
-    } else {
-        uintptr_t s = (uintptr_t)sendbuf, r = (uintptr_t)recvbuf;
-        if (s + block > r && s < r + (size_t)c->size * block) {
-            if (sendbuf != mine) memmove(mine, sendbuf, block);
-            sendbuf = mine;
-        }
-    }
-    ENTER();
-    hcomm_status_t st =
-        hcomm_allgather(sendbuf, recvbuf, (size_t)recvcount, t, c->comm);
-    LEAVE();
-    return finish(k, comm, st, rc);
-}
-
-int hcmpi_try_bcast(void *buf, int count, MPI_Datatype dtype, int root,
-                    MPI_Comm comm, int *rc) {
-    const hcmpi_coll_t k = HCMPI_BCAST;
-    hcomm_dtype_t t;
-    hcmpi_why_t why;
-    hcmpi_comm_t *c;
-    if (!hcmpi_wants(k)) return hcmpi_fallback(k, hcmpi_why_not());
-    if (!hcmpi_map_dtype(dtype, 0, &t, &why)) return hcmpi_fallback(k, why);
-    if (count <= 0)
-        return hcmpi_fallback(k, count ? HCMPI_WHY_ARGS : HCMPI_WHY_EMPTY);
-    if (OUTSIDE(k, bytes_of(count, t)))
-        return hcmpi_fallback(k, HCMPI_WHY_SIZE);
-    if (!(c = hcmpi_comm_get(comm, &why))) return hcmpi_fallback(k, why);
-    if (root < 0 || root >= c->size) return hcmpi_fallback(k, HCMPI_WHY_ARGS);
-    ENTER();
-    hcomm_status_t st = hcomm_broadcast(buf, (size_t)count, t, root, c->comm);
-    LEAVE();
-    return finish(k, comm, st, rc);
 }
 
 int hcmpi_try_reduce(const void *sendbuf, void *recvbuf, int count,
@@ -199,7 +95,7 @@ int hcmpi_try_reduce(const void *sendbuf, void *recvbuf, int count,
     hcomm_status_t st =
         hcomm_reduce(sendbuf, recvbuf, (size_t)count, t, o, root, c->comm);
     LEAVE();
-    return finish(k, comm, st, rc);
+    return hcmpi_finish(k, comm, st, rc);
 }
 
 int hcmpi_try_reduce_scatter_block(const void *sendbuf, void *recvbuf,
@@ -233,24 +129,7 @@ int hcmpi_try_reduce_scatter_block(const void *sendbuf, void *recvbuf,
     LEAVE();
     if (st == HCOMM_SUCCESS && mine != (char *)recvbuf)
         memmove(recvbuf, mine, block);
-    return finish(k, comm, st, rc);
-}
-
-int hcmpi_try_alltoall(const void *sendbuf, int sendcount,
-                       MPI_Datatype sendtype, void *recvbuf, int recvcount,
-                       MPI_Datatype recvtype, MPI_Comm comm, int *rc) {
-    const hcmpi_coll_t k = HCMPI_ALLTOALL;
-    hcomm_dtype_t t;
-    hcmpi_comm_t *c;
-    if (!take_blocks(k, sendbuf, sendcount, sendtype, recvcount, recvtype, comm,
-                     &t, &c))
-        return 0;
-    if (sendbuf == MPI_IN_PLACE) sendbuf = recvbuf; /* HCOMM's in place */
-    ENTER();
-    hcomm_status_t st =
-        hcomm_alltoall(sendbuf, recvbuf, (size_t)recvcount, t, c->comm);
-    LEAVE();
-    return finish(k, comm, st, rc);
+    return hcmpi_finish(k, comm, st, rc);
 }
 
 int hcmpi_try_barrier(MPI_Comm comm, int *rc) {
@@ -262,7 +141,7 @@ int hcmpi_try_barrier(MPI_Comm comm, int *rc) {
     ENTER();
     hcomm_status_t st = hcomm_barrier(c->comm);
     LEAVE();
-    return finish(k, comm, st, rc);
+    return hcmpi_finish(k, comm, st, rc);
 }
 
 /* --- the exported C entry points ----------------------------------------- */

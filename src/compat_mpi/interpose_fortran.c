@@ -97,13 +97,15 @@ static void resolve(void) {
     }
 }
 
-/* C's view of a Fortran buffer argument; *special for MPI_BOTTOM, which
- * only derived datatypes use, so such calls go to MPI. */
-static const void *c_buf(const void *buf, int *special) {
+/* C's view of a Fortran buffer argument. MPI_BOTTOM (absolute addresses
+ * in a derived datatype) becomes C's, which the packing of
+ * interpose_dtype.c reads from as MPI does: going to MPI on the rank that
+ * passes it alone would leave its peers in HCOMM. */
+static void *c_buf(void *buf) {
     pthread_once(&resolve_once, resolve);
-    for (int i = 0; i < 4; i++) {
-        if (buf && buf == in_place[i]) return MPI_IN_PLACE;
-        if (buf && buf == bottom[i]) *special = 1;
+    for (int i = 0; i < 4 && buf; i++) {
+        if (buf == in_place[i]) return MPI_IN_PLACE;
+        if (buf == bottom[i]) return MPI_BOTTOM;
     }
     return buf;
 }
@@ -139,15 +141,13 @@ typedef void (*reduce_like_t)(void *, void *, F *, F *, F *, F *, F *);
 static void allreduce_impl(void *s, void *r, F *n, F *dt, F *op, F *comm,
                            F *ierr, int f08) {
     static _Atomic(void *) slot[2];
-    int rc, special = 0;
-    const void *cs = c_buf(s, &special);
-    c_buf(r, &special);
+    int rc;
+    const void *cs = c_buf(s);
+    void *cr = c_buf(r);
     MPI_Datatype t = PMPI_Type_f2c(*dt);
     MPI_Op o = PMPI_Op_f2c(*op);
     MPI_Comm c = PMPI_Comm_f2c(*comm);
-    if (special)
-        hcmpi_fallback(HCMPI_ALLREDUCE, HCMPI_WHY_ARGS);
-    else if (hcmpi_try_allreduce(cs, r, *n, t, o, c, &rc)) {
+    if (hcmpi_try_allreduce(cs, cr, *n, t, o, c, &rc)) {
         set_ierr(ierr, rc);
         return;
     }
@@ -155,7 +155,7 @@ static void allreduce_impl(void *s, void *r, F *n, F *dt, F *op, F *comm,
     if (next)
         next(s, r, n, dt, op, comm, ierr);
     else
-        set_ierr(ierr, PMPI_Allreduce(cs, r, *n, t, o, c));
+        set_ierr(ierr, PMPI_Allreduce(cs, cr, *n, t, o, c));
 }
 ENTRY_POINTS(allreduce, mpi_allreduce, MPI_ALLREDUCE,
              (void *s, void *r, F *n, F *dt, F *op, F *comm, F *ierr),
@@ -166,28 +166,24 @@ typedef void (*iallreduce_t)(void *, void *, F *, F *, F *, F *, F *, F *);
 static void iallreduce_impl(void *s, void *r, F *n, F *dt, F *op, F *comm,
                             F *req, F *ierr, int f08) {
     static _Atomic(void *) slot[2];
-    int rc, special = 0;
+    int rc;
     MPI_Request creq = MPI_REQUEST_NULL;
-    const void *cs = c_buf(s, &special);
-    c_buf(r, &special);
+    const void *cs = c_buf(s);
+    void *cr = c_buf(r);
     MPI_Datatype t = PMPI_Type_f2c(*dt);
     MPI_Op o = PMPI_Op_f2c(*op);
     MPI_Comm c = PMPI_Comm_f2c(*comm);
-    if (special) {
-        hcmpi_fallback(HCMPI_IALLREDUCE, HCMPI_WHY_ARGS);
-    } else if (hcmpi_try_iallreduce(cs, r, *n, t, o, c, &creq, &rc)) {
+    if (hcmpi_try_iallreduce(cs, cr, *n, t, o, c, &creq, &rc)) {
         *req = PMPI_Request_c2f(creq);
-        {
-            set_ierr(ierr, rc);
-            return;
-        }
+        set_ierr(ierr, rc);
+        return;
     }
     iallreduce_t next = binding(PMPI_NAME("iallreduce", f08), &slot[f08]);
     if (next) {
         next(s, r, n, dt, op, comm, req, ierr);
         return;
     }
-    set_ierr(ierr, PMPI_Iallreduce(cs, r, *n, t, o, c, &creq));
+    set_ierr(ierr, PMPI_Iallreduce(cs, cr, *n, t, o, c, &creq));
     *req = PMPI_Request_c2f(creq);
 }
 ENTRY_POINTS(iallreduce, mpi_iallreduce, MPI_IALLREDUCE,
@@ -201,30 +197,28 @@ typedef int (*try_gather_like_t)(const void *, int, MPI_Datatype, void *, int,
 typedef int (*c_gather_like_t)(const void *, int, MPI_Datatype, void *, int,
                                MPI_Datatype, MPI_Comm);
 
-static void gather_like(hcmpi_coll_t coll, try_gather_like_t try_fn,
-                        c_gather_like_t c_fn, gather_like_t next, void *s,
-                        F *sn, F *st, void *r, F *rn, F *rt, F *comm, F *ierr) {
-    int rc, special = 0;
-    const void *cs = c_buf(s, &special);
-    c_buf(r, &special);
+static void gather_like(try_gather_like_t try_fn, c_gather_like_t c_fn,
+                        gather_like_t next, void *s, F *sn, F *st, void *r,
+                        F *rn, F *rt, F *comm, F *ierr) {
+    int rc;
+    const void *cs = c_buf(s);
+    void *cr = c_buf(r);
     MPI_Datatype cst = PMPI_Type_f2c(*st), crt = PMPI_Type_f2c(*rt);
     MPI_Comm c = PMPI_Comm_f2c(*comm);
-    if (special)
-        hcmpi_fallback(coll, HCMPI_WHY_ARGS);
-    else if (try_fn(cs, *sn, cst, r, *rn, crt, c, &rc)) {
+    if (try_fn(cs, *sn, cst, cr, *rn, crt, c, &rc)) {
         set_ierr(ierr, rc);
         return;
     }
     if (next)
         next(s, sn, st, r, rn, rt, comm, ierr);
     else
-        set_ierr(ierr, c_fn(cs, *sn, cst, r, *rn, crt, c));
+        set_ierr(ierr, c_fn(cs, *sn, cst, cr, *rn, crt, c));
 }
 
 static void allgather_impl(void *s, F *sn, F *st, void *r, F *rn, F *rt,
                            F *comm, F *ierr, int f08) {
     static _Atomic(void *) slot[2];
-    gather_like(HCMPI_ALLGATHER, hcmpi_try_allgather, PMPI_Allgather,
+    gather_like(hcmpi_try_allgather, PMPI_Allgather,
                 binding(PMPI_NAME("allgather", f08), &slot[f08]), s, sn, st, r,
                 rn, rt, comm, ierr);
 }
@@ -235,7 +229,7 @@ ENTRY_POINTS(allgather, mpi_allgather, MPI_ALLGATHER,
 static void alltoall_impl(void *s, F *sn, F *st, void *r, F *rn, F *rt, F *comm,
                           F *ierr, int f08) {
     static _Atomic(void *) slot[2];
-    gather_like(HCMPI_ALLTOALL, hcmpi_try_alltoall, PMPI_Alltoall,
+    gather_like(hcmpi_try_alltoall, PMPI_Alltoall,
                 binding(PMPI_NAME("alltoall", f08), &slot[f08]), s, sn, st, r,
                 rn, rt, comm, ierr);
 }
@@ -248,13 +242,11 @@ typedef void (*bcast_t)(void *, F *, F *, F *, F *, F *);
 static void bcast_impl(void *buf, F *n, F *dt, F *root, F *comm, F *ierr,
                        int f08) {
     static _Atomic(void *) slot[2];
-    int rc, special = 0;
-    c_buf(buf, &special);
+    int rc;
+    void *cb = c_buf(buf);
     MPI_Datatype t = PMPI_Type_f2c(*dt);
     MPI_Comm c = PMPI_Comm_f2c(*comm);
-    if (special)
-        hcmpi_fallback(HCMPI_BCAST, HCMPI_WHY_ARGS);
-    else if (hcmpi_try_bcast(buf, *n, t, *root, c, &rc)) {
+    if (hcmpi_try_bcast(cb, *n, t, *root, c, &rc)) {
         set_ierr(ierr, rc);
         return;
     }
@@ -262,7 +254,7 @@ static void bcast_impl(void *buf, F *n, F *dt, F *root, F *comm, F *ierr,
     if (next)
         next(buf, n, dt, root, comm, ierr);
     else
-        set_ierr(ierr, PMPI_Bcast(buf, *n, t, *root, c));
+        set_ierr(ierr, PMPI_Bcast(cb, *n, t, *root, c));
 }
 ENTRY_POINTS(bcast, mpi_bcast, MPI_BCAST,
              (void *buf, F *n, F *dt, F *root, F *comm, F *ierr),
@@ -273,15 +265,13 @@ typedef void (*reduce_t)(void *, void *, F *, F *, F *, F *, F *, F *);
 static void reduce_impl(void *s, void *r, F *n, F *dt, F *op, F *root, F *comm,
                         F *ierr, int f08) {
     static _Atomic(void *) slot[2];
-    int rc, special = 0;
-    const void *cs = c_buf(s, &special);
-    c_buf(r, &special);
+    int rc;
+    const void *cs = c_buf(s);
+    void *cr = c_buf(r);
     MPI_Datatype t = PMPI_Type_f2c(*dt);
     MPI_Op o = PMPI_Op_f2c(*op);
     MPI_Comm c = PMPI_Comm_f2c(*comm);
-    if (special)
-        hcmpi_fallback(HCMPI_REDUCE, HCMPI_WHY_ARGS);
-    else if (hcmpi_try_reduce(cs, r, *n, t, o, *root, c, &rc)) {
+    if (hcmpi_try_reduce(cs, cr, *n, t, o, *root, c, &rc)) {
         set_ierr(ierr, rc);
         return;
     }
@@ -289,7 +279,7 @@ static void reduce_impl(void *s, void *r, F *n, F *dt, F *op, F *root, F *comm,
     if (next)
         next(s, r, n, dt, op, root, comm, ierr);
     else
-        set_ierr(ierr, PMPI_Reduce(cs, r, *n, t, o, *root, c));
+        set_ierr(ierr, PMPI_Reduce(cs, cr, *n, t, o, *root, c));
 }
 ENTRY_POINTS(reduce, mpi_reduce, MPI_REDUCE,
              (void *s, void *r, F *n, F *dt, F *op, F *root, F *comm, F *ierr),
@@ -298,15 +288,13 @@ ENTRY_POINTS(reduce, mpi_reduce, MPI_REDUCE,
 static void rsb_impl(void *s, void *r, F *n, F *dt, F *op, F *comm, F *ierr,
                      int f08) {
     static _Atomic(void *) slot[2];
-    int rc, special = 0;
-    const void *cs = c_buf(s, &special);
-    c_buf(r, &special);
+    int rc;
+    const void *cs = c_buf(s);
+    void *cr = c_buf(r);
     MPI_Datatype t = PMPI_Type_f2c(*dt);
     MPI_Op o = PMPI_Op_f2c(*op);
     MPI_Comm c = PMPI_Comm_f2c(*comm);
-    if (special)
-        hcmpi_fallback(HCMPI_REDUCE_SCATTER_BLOCK, HCMPI_WHY_ARGS);
-    else if (hcmpi_try_reduce_scatter_block(cs, r, *n, t, o, c, &rc)) {
+    if (hcmpi_try_reduce_scatter_block(cs, cr, *n, t, o, c, &rc)) {
         set_ierr(ierr, rc);
         return;
     }
@@ -315,7 +303,7 @@ static void rsb_impl(void *s, void *r, F *n, F *dt, F *op, F *comm, F *ierr,
     if (next)
         next(s, r, n, dt, op, comm, ierr);
     else
-        set_ierr(ierr, PMPI_Reduce_scatter_block(cs, r, *n, t, o, c));
+        set_ierr(ierr, PMPI_Reduce_scatter_block(cs, cr, *n, t, o, c));
 }
 ENTRY_POINTS(rsb, mpi_reduce_scatter_block, MPI_REDUCE_SCATTER_BLOCK,
              (void *s, void *r, F *n, F *dt, F *op, F *comm, F *ierr),

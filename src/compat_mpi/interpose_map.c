@@ -1,12 +1,19 @@
-/* MPI datatypes and operations -> HCOMM's. Only predefined datatypes whose
- * size and signedness match an HCOMM type exactly are taken; the sizes are
- * asked of MPI at init, so MPI_LONG, MPI_INTEGER and the like map by what
- * they are on this platform and in this MPI build. */
+/* MPI datatypes and operations -> HCOMM's, for reductions. Only predefined
+ * datatypes whose size and signedness match an HCOMM type exactly are
+ * reduced; the sizes are asked of MPI at init, so MPI_LONG, MPI_INTEGER
+ * and the like map by what they are on this platform and in this MPI
+ * build. The table also gives data movement the size of the common types
+ * without asking MPI (interpose_dtype.c handles every other). */
 #include "compat_mpi/interpose.h"
 
+#include <limits.h>
 #include <stddef.h>
 
 enum { SIGNED, UNSIGNED, FLOATING, MOVED_ONLY };
+
+/* MPI-3 lists MPI_CHAR among no reduction's types; Open MPI and MPICH
+ * reduce it as C's char, signed or not as the platform has it. */
+#define CHAR_KIND (CHAR_MIN < 0 ? SIGNED : UNSIGNED)
 
 typedef struct {
     MPI_Datatype mpi;
@@ -17,6 +24,7 @@ typedef struct {
     MPI_Datatype mpi;
     hcomm_dtype_t hc;
     int reducible;
+    size_t size;
 } entry_t;
 
 /* The most common first: the table is searched linearly on every call. */
@@ -30,7 +38,7 @@ static const candidate_t candidates[] = {
     {MPI_LONG_LONG, SIGNED},
     {MPI_UNSIGNED_LONG_LONG, UNSIGNED},
     {MPI_BYTE, MOVED_ONLY},
-    {MPI_CHAR, MOVED_ONLY}, /* not valid in reductions (MPI 5.9.3) */
+    {MPI_CHAR, CHAR_KIND},
     {MPI_SIGNED_CHAR, SIGNED},
     {MPI_UNSIGNED_CHAR, UNSIGNED},
     {MPI_INT8_T, SIGNED},
@@ -98,7 +106,8 @@ void hcmpi_map_init(void) {
             !hcomm_type_for(candidates[i].kind, size, &hc))
             continue;
         table[ntable++] =
-            (entry_t){candidates[i].mpi, hc, candidates[i].kind != MOVED_ONLY};
+            (entry_t){candidates[i].mpi, hc, candidates[i].kind != MOVED_ONLY,
+                      (size_t)size};
     }
 }
 
@@ -119,6 +128,12 @@ int hcmpi_map_dtype(MPI_Datatype dtype, int reduced, hcomm_dtype_t *out,
         return 1;
     }
     *why = why_dtype(dtype);
+    return 0;
+}
+
+size_t hcmpi_map_size(MPI_Datatype dtype) {
+    for (int i = 0; i < ntable; i++)
+        if (table[i].mpi == dtype) return table[i].size;
     return 0;
 }
 

@@ -14,13 +14,18 @@
 # implement them yet), mpi_transport_ranks= (also run with
 # HCOMM_TRANSPORT=mpi at these rank counts), window= and window_ranks=
 # (also run with HCOMM_MPI_INTERCEPT=$window at these rank counts: the
-# output must not change, and some calls must fall back for their size). HCOMM_TEST_RANKS, when set,
-# replaces every spec's rank counts (CI uses it where MPI is slow when
-# oversubscribed).
+# output must not change, and some calls must fall back for their size),
+# same_taken=yes (every rank takes each collective, and sets up HCOMM
+# communicators, equally often: doing so on some ranks only would hang),
+# left_to_mpi= (MPI_* that no rank
+# takes from 2 ranks on), limit= (seconds each run may take; default 600:
+# a hang fails). HCOMM_TEST_RANKS, when set, replaces every spec's rank
+# counts (CI uses it where MPI is slow when oversubscribed).
 set -u
 spec=$1
 program= ranks="1 2 3 4 5" args= fortran= stats=1 compare=yes
 expect_taken= expect_calls= mpi_transport_ranks= window= window_ranks=
+same_taken= left_to_mpi= limit=600
 . "$spec"
 ranks=${HCOMM_TEST_RANKS:-$ranks}
 : "${MPIRUN:=mpirun}"
@@ -68,13 +73,14 @@ run() {
     label=$1
     shift
     # shellcheck disable=SC2086,SC2048
-    timeout 600 $MPIRUN $launch $* -np "$n" "$exe" $args \
+    timeout "$limit" $MPIRUN $launch $* -np "$n" "$exe" $args \
         >"$tmp/$label.out" 2>"$tmp/$label.err"
     rc=$?
     grep '^\[hcomm_mpi rank ' "$tmp/$label.err" >"$tmp/$label.stats"
     grep -v -e '^\[hcomm_mpi rank ' -e '^# ' "$tmp/$label.err" \
         >"$tmp/$label.rest"
     if [ "$rc" -ne 0 ]; then
+        [ "$rc" -eq 124 ] && fail "$label run still running after $limit s"
         fail "$label run exited with $rc"
         sed 's/^/  | /' "$tmp/$label.err" | head -40
         return 1
@@ -111,6 +117,19 @@ check_stats() {
         grep -e ' failed' -e 'refused by HCOMM' -e 'communicator setup' \
             -e 'no progress hook' -e 're-entry' -e 'did not start'; then
         fail "calls fell back for no good reason (above)"
+    fi
+    if [ "$same_taken" = yes ]; then
+        # "MPI_X: N" taken, "communicators: N" set up: n of each.
+        k=$(sed -n -e 's/^\[hcomm_mpi rank [0-9]*\] \(MPI_[A-Za-z_]*: [0-9]*\) taken.*/\1/p' \
+            -e 's/^\[hcomm_mpi rank [0-9]*\] \(communicators: [0-9]*\) .*/\1/p' "$s" |
+            sort | uniq -c | awk -v n="$n" '$1 != n' | wc -l)
+        [ "$k" -eq 0 ] ||
+            fail "ranks took a collective or set up communicators unequally"
+    fi
+    if [ "$n" -gt 1 ]; then
+        for c in $left_to_mpi; do
+            ! grep "\] $c: [1-9][0-9]* taken" "$s" || fail "$c taken"
+        done
     fi
     if grep ': [1-9][0-9]* taken' "$tmp/none.stats"; then
         fail "HCOMM_MPI_INTERCEPT=none still took calls (above)"

@@ -10,6 +10,8 @@
 #define PU_MAIN
 #include "preload_util.h"
 
+#include <limits.h>
+
 enum { KIND_SIGNED, KIND_UNSIGNED, KIND_FLOAT, KIND_BYTES };
 
 typedef struct {
@@ -20,7 +22,9 @@ typedef struct {
 } type_t;
 
 static type_t types[] = {
-    {"MPI_CHAR", MPI_CHAR, KIND_BYTES, 0},
+    /* Reduced as C's char, by Open MPI and MPICH alike (MPI-3 lists it for
+     * no reduction). */
+    {"MPI_CHAR", MPI_CHAR, CHAR_MIN < 0 ? KIND_SIGNED : KIND_UNSIGNED, 0},
     {"MPI_SIGNED_CHAR", MPI_SIGNED_CHAR, KIND_SIGNED, 0},
     {"MPI_UNSIGNED_CHAR", MPI_UNSIGNED_CHAR, KIND_UNSIGNED, 0},
     {"MPI_BYTE", MPI_BYTE, KIND_BYTES, 0},

@@ -1,0 +1,192 @@
+/* The data-movement collectives (bcast, allgather, alltoall) as bytes.
+ *
+ * Each rank may describe its data with its own count and datatype (MPI's
+ * type-signature rule), so whether HCOMM takes a call depends only on what
+ * every rank must agree on: the communicator, the root, and the bytes of a
+ * block (bcast: the message). Every datatype is then taken: a rank whose
+ * data are contiguous hands HCOMM its buffer, any other packs into or
+ * unpacks from scratch (interpose_dtype.c), and all ranks give HCOMM the
+ * same element count and type, made from the bytes alone. Send arguments
+ * that disagree with the receive side are an erroneous program: that rank
+ * goes to MPI, which reports it. */
+#include "compat_mpi/interpose.h"
+
+#include <stdint.h>
+#include <string.h>
+
+#define ENTER() hcmpi_depth++
+#define LEAVE() hcmpi_depth--
+
+/* What every data-movement call checks before HCOMM takes it: a block of
+ * bytes > 0 and movable, the communicator. 1 with *c set; else the
+ * fallback is counted and 0 returned. */
+static int take(hcmpi_coll_t k, size_t block, MPI_Comm comm, hcmpi_comm_t **c) {
+    hcmpi_why_t why;
+    if (block == 0) return hcmpi_fallback(k, HCMPI_WHY_EMPTY);
+    if (block > HCMPI_MAX_BLOCK) return hcmpi_fallback(k, HCMPI_WHY_LARGE);
+    if (!(*c = hcmpi_comm_get(comm, &why))) return hcmpi_fallback(k, why);
+    return 1;
+}
+
+/* The send side of a rank that is not in place (per blocks), which the
+ * type-signature rule makes the size of the receive side's (r, one
+ * block); most often the same count and datatype. */
+static int send_matches(const void *sendbuf, int sendcount,
+                        MPI_Datatype sendtype, int recvcount,
+                        MPI_Datatype recvtype, size_t per,
+                        const hcmpi_layout_t *r, hcmpi_layout_t *s) {
+    if (sendtype == recvtype && sendcount == recvcount) {
+        hcmpi_layout_at(s, r, sendbuf);
+        return per == 1 || hcmpi_layout_times(s, per);
+    }
+    return sendcount >= 0 &&
+           hcmpi_layout(sendbuf, (size_t)sendcount * per, sendtype, s) &&
+           s->bytes == r->bytes * per;
+}
+
+/* A failure of our own after the call was taken (no scratch, a type MPI
+ * would not pack): this rank reports it; its peers time out. */
+static int failed(hcmpi_coll_t k, MPI_Comm comm, int err, int *rc) {
+    *rc = hcmpi_report_local(k, comm, err,
+                             err == MPI_ERR_NO_MEM ? "no memory for scratch"
+                                                   : "packing failed");
+    return 1;
+}
+
+int hcmpi_try_bcast(void *buf, int count, MPI_Datatype dtype, int root,
+                    MPI_Comm comm, int *rc) {
+    const hcmpi_coll_t k = HCMPI_BCAST;
+    hcmpi_layout_t l;
+    hcmpi_comm_t *c;
+    if (!hcmpi_wants(k)) return hcmpi_fallback(k, hcmpi_why_not());
+    if (count < 0 || !hcmpi_layout(buf, (size_t)count, dtype, &l))
+        return hcmpi_fallback(k, HCMPI_WHY_ARGS);
+    if (l.bytes && !hcmpi_in_window(k, l.bytes))
+        return hcmpi_fallback(k, HCMPI_WHY_SIZE);
+    if (!take(k, l.bytes, comm, &c)) return 0;
+    if (root < 0 || root >= c->size) return hcmpi_fallback(k, HCMPI_WHY_ARGS);
+    size_t n;
+    hcomm_dtype_t t = hcmpi_unit(l.bytes, &n);
+    char *data = l.contiguous ? l.data : hcmpi_scratch(l.bytes);
+    int err = data ? MPI_SUCCESS : MPI_ERR_NO_MEM;
+    if (!err && !l.contiguous && c->rank == root) err = hcmpi_pack(&l, data);
+    if (err) {
+        if (data != l.data) hcmpi_scratch_put(data);
+        return failed(k, comm, err, rc);
+    }
+    ENTER();
+    hcomm_status_t st = hcomm_broadcast(data, n, t, root, c->comm);
+    LEAVE();
+    if (!l.contiguous) {
+        if (st == HCOMM_SUCCESS && c->rank != root)
+            err = hcmpi_unpack(&l, data);
+        hcmpi_scratch_put(data);
+        if (err) return failed(k, comm, err, rc);
+    }
+    return hcmpi_finish(k, comm, st, rc);
+}
+
+int hcmpi_try_allgather(const void *sendbuf, int sendcount,
+                        MPI_Datatype sendtype, void *recvbuf, int recvcount,
+                        MPI_Datatype recvtype, MPI_Comm comm, int *rc) {
+    const hcmpi_coll_t k = HCMPI_ALLGATHER;
+    hcmpi_layout_t r, s;
+    hcmpi_comm_t *c;
+    int in_place = sendbuf == MPI_IN_PLACE;
+    if (!hcmpi_wants(k)) return hcmpi_fallback(k, hcmpi_why_not());
+    if (recvcount < 0 ||
+        !hcmpi_layout(recvbuf, (size_t)recvcount, recvtype, &r))
+        return hcmpi_fallback(k, HCMPI_WHY_ARGS);
+    size_t block = r.bytes;
+    if (!take(k, block, comm, &c)) return 0;
+    if (!hcmpi_in_window(k, (size_t)c->size * block))
+        return hcmpi_fallback(k, HCMPI_WHY_SIZE);
+    if (!in_place && !send_matches(sendbuf, sendcount, sendtype, recvcount,
+                                   recvtype, 1, &r, &s))
+        return hcmpi_fallback(k, HCMPI_WHY_ARGS);
+    /* The whole receive buffer, and where this rank's block goes. */
+    hcmpi_layout_times(&r, (size_t)c->size);
+    char *all = r.contiguous ? r.data : hcmpi_scratch(r.bytes);
+    if (!all) return failed(k, comm, MPI_ERR_NO_MEM, rc);
+    char *mine = all + (size_t)c->rank * block;
+    const char *src = mine;
+    int err = MPI_SUCCESS;
+    if (in_place && !r.contiguous) {
+        hcmpi_layout_t own;
+        MPI_Aint at = (MPI_Aint)c->rank * recvcount * r.extent;
+        hcmpi_layout((void *)((uintptr_t)recvbuf + (uintptr_t)at),
+                     (size_t)recvcount, recvtype, &own);
+        err = hcmpi_pack(&own, mine);
+    } else if (!in_place && !s.contiguous) {
+        err = hcmpi_pack(&s, mine);
+    } else if (!in_place) {
+        /* HCOMM copies our block; one inside the receive buffer elsewhere
+         * moves to its place first (HCOMM refuses overlaps). */
+        uintptr_t a = (uintptr_t)s.data, b = (uintptr_t)all;
+        src = s.data;
+        if (a + block > b && a < b + r.bytes) {
+            if (src != mine) memmove(mine, src, block);
+            src = mine;
+        }
+    }
+    hcomm_status_t st = HCOMM_SUCCESS;
+    if (!err) {
+        size_t n;
+        hcomm_dtype_t t = hcmpi_unit(block, &n);
+        ENTER();
+        st = hcomm_allgather(src, all, n, t, c->comm);
+        LEAVE();
+        if (st == HCOMM_SUCCESS && !r.contiguous) err = hcmpi_unpack(&r, all);
+    }
+    if (!r.contiguous) hcmpi_scratch_put(all);
+    if (err) return failed(k, comm, err, rc);
+    return hcmpi_finish(k, comm, st, rc);
+}
+
+int hcmpi_try_alltoall(const void *sendbuf, int sendcount,
+                       MPI_Datatype sendtype, void *recvbuf, int recvcount,
+                       MPI_Datatype recvtype, MPI_Comm comm, int *rc) {
+    const hcmpi_coll_t k = HCMPI_ALLTOALL;
+    hcmpi_layout_t r, s;
+    hcmpi_comm_t *c;
+    int in_place = sendbuf == MPI_IN_PLACE;
+    if (!hcmpi_wants(k)) return hcmpi_fallback(k, hcmpi_why_not());
+    if (recvcount < 0 ||
+        !hcmpi_layout(recvbuf, (size_t)recvcount, recvtype, &r))
+        return hcmpi_fallback(k, HCMPI_WHY_ARGS);
+    size_t block = r.bytes, size;
+    if (!take(k, block, comm, &c)) return 0;
+    size = (size_t)c->size;
+    if (!hcmpi_in_window(k, size * block))
+        return hcmpi_fallback(k, HCMPI_WHY_SIZE);
+    if (!in_place && !send_matches(sendbuf, sendcount, sendtype, recvcount,
+                                   recvtype, size, &r, &s))
+        return hcmpi_fallback(k, HCMPI_WHY_ARGS);
+    hcmpi_layout_times(&r, size);
+    char *dst = r.contiguous ? r.data : hcmpi_scratch(r.bytes);
+    const char *src = dst; /* in place: HCOMM's in-place form */
+    char *packed = NULL;
+    int err = dst ? MPI_SUCCESS : MPI_ERR_NO_MEM;
+    if (!err && in_place && !r.contiguous) {
+        err = hcmpi_pack(&r, dst);
+    } else if (!err && !in_place) {
+        src = s.data;
+        if (!s.contiguous) {
+            src = packed = hcmpi_scratch(s.bytes);
+            err = packed ? hcmpi_pack(&s, packed) : MPI_ERR_NO_MEM;
+        }
+    }
+    hcomm_status_t st = HCOMM_SUCCESS;
+    if (!err) {
+        size_t n;
+        hcomm_dtype_t t = hcmpi_unit(block, &n);
+        ENTER();
+        st = hcomm_alltoall(src, dst, n, t, c->comm);
+        LEAVE();
+        if (st == HCOMM_SUCCESS && !r.contiguous) err = hcmpi_unpack(&r, dst);
+    }
+    hcmpi_scratch_put(packed);
+    if (dst && !r.contiguous) hcmpi_scratch_put(dst);
+    if (err) return failed(k, comm, err, rc);
+    return hcmpi_finish(k, comm, st, rc);
+}
