@@ -8,6 +8,7 @@
 #include "core/log.h"
 #include "core/profile.h"
 #include "core/request.h"
+#include "cuda_ipc/ipc.h"
 #include "kernels/reduce.h"
 #include "topo/topo.h"
 
@@ -181,9 +182,13 @@ static hcomm_status_t check_overlap(const call_t *k, const hcomm_comm_impl_t *c,
 /* The request for a call: on the stack for a blocking one. */
 static struct hcomm_request *new_request(hcomm_request_t *out,
                                          struct hcomm_request *on_stack) {
-    if (!out) return on_stack;
-    struct hcomm_request *req = malloc(sizeof(*req));
-    if (!req) hcomm_error(HCOMM_ERR_NO_MEMORY, "no memory for a request");
+    struct hcomm_request *req = out ? malloc(sizeof(*req)) : on_stack;
+    if (!req) {
+        hcomm_error(HCOMM_ERR_NO_MEMORY, "no memory for a request");
+        return NULL;
+    }
+    req->ipc.comm = NULL;
+    req->agree_only = 0;
     return req;
 }
 
@@ -253,6 +258,63 @@ static hcomm_status_t gpu_context(hcomm_comm_impl_t *c, call_mem_t *m,
     return hcomm_comm_gpu(c, m->device, ctx);
 }
 
+#ifdef HAVE_CUDA
+/* The ranks agree on the call on the shared segment, and nothing more. */
+static hcomm_status_t agree_alone(const call_t *k, hcomm_comm_impl_t *c) {
+    struct hcomm_request req;
+    new_request(NULL, &req);
+    req.agree_only = 1;
+    hcomm_status_t st = hcomm_shm_op_agree(&req.direct, c->shm, k->coll,
+                                           k->count, k->dtype, k->op, k->root);
+    if (st == HCOMM_SUCCESS)
+        st = hcomm_request_start(&req, c, k->coll, NULL, NULL, 1, 1);
+    return st == HCOMM_SUCCESS ? hcomm_request_complete(&req) : st;
+}
+
+/* A call on the CUDA IPC path (src/cuda_ipc/ipc.h): agreement on the
+ * shared segment, then one kernel. *taken is 0 when the path turned out
+ * unavailable on this communicator (every rank alike): the call then takes
+ * the plans. */
+static hcomm_status_t run_ipc(const call_t *k, hcomm_comm_impl_t *c,
+                              call_mem_t *mem, hcomm_request_t *out,
+                              hcomm_prof_call_t *pc, int *taken) {
+    struct hcomm_gpu_ctx *ctx = NULL;
+    hcomm_status_t st = hcomm_ipc_check(c);
+    *taken = 1;
+    if (st == HCOMM_SUCCESS) st = gpu_context(c, mem, &ctx);
+    /* The first call makes the workspaces, every rank together: the ranks
+     * agree first that all are in this call on GPU memory. */
+    if (st == HCOMM_SUCCESS && c->ipc_state == 0 &&
+        (st = agree_alone(k, c)) == HCOMM_SUCCESS && !hcomm_ipc_ready(c, ctx)) {
+        *taken = 0;
+        return HCOMM_SUCCESS;
+    }
+    if (st != HCOMM_SUCCESS) return st;
+    struct hcomm_request on_stack, *req = new_request(out, &on_stack);
+    if (!req) return HCOMM_ERR_NO_MEMORY;
+    st = hcomm_shm_op_agree(&req->direct, c->shm, k->coll, k->count, k->dtype,
+                            k->op, k->root);
+    if (st == HCOMM_SUCCESS)
+        st = hcomm_ipc_op_init(&req->ipc, c, k->coll, k->sendbuf, k->recvbuf,
+                               k->count, k->dtype, k->op, k->root,
+                               k->on_stream ? k->stream : NULL);
+    if (st == HCOMM_SUCCESS)
+        st = hcomm_request_start(req, c, k->coll, NULL, NULL, !out, 1);
+    if (st != HCOMM_SUCCESS) {
+        if (out) free(req);
+        return st;
+    }
+    track_request(req, k, c, 0, pc,
+                  req->ipc.k.kind == HCOMM_IPC_ONESHOT   ? "ipc_oneshot"
+                  : req->ipc.k.kind == HCOMM_IPC_TWOSHOT ? "ipc_twoshot"
+                                                         : "ipc_direct",
+                  "cuda_ipc");
+    if (!out) return hcomm_request_complete(req);
+    *out = req;
+    return HCOMM_SUCCESS;
+}
+#endif
+
 /* A stream-ordered call waits for the work enqueued on its stream before
  * it, then runs like a blocking one: work enqueued after it then finds its
  * result. (Returning before the result, with the stream made to wait for
@@ -299,6 +361,16 @@ static hcomm_status_t run_call(const call_t *k, hcomm_comm_t comm,
                               k->root, mem.on_gpu, k->count, st);
     if (st != HCOMM_SUCCESS) return st;
     if (k->on_stream && k->count == 0) return HCOMM_SUCCESS;
+#ifdef HAVE_CUDA
+    /* Device buffers of ranks on one node: kernels over CUDA IPC (a
+     * stream-ordered call enqueues its kernel and returns). */
+    if (mem.on_gpu && !hcomm_select_is_forced(k->coll) &&
+        hcomm_ipc_applies(c, k->coll, k->count * esize)) {
+        int taken;
+        st = run_ipc(k, c, &mem, out, pc, &taken);
+        if (taken) return st;
+    }
+#endif
     /* Stream-ordered: the stream's earlier work writes the inputs. */
     if (k->on_stream && (st = stream_inputs_ready(k)) != HCOMM_SUCCESS)
         return st;

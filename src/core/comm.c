@@ -4,6 +4,7 @@
 #include "core/config.h"
 #include "core/context.h"
 #include "core/gpu.h"
+#include "cuda_ipc/ipc.h"
 #include "core/log.h"
 #include "shm_tp/shm.h"
 #include "topo/topo.h"
@@ -215,6 +216,9 @@ static void destroy(hcomm_comm_impl_t *c) {
         destroy(sub);
     for (int i = 0; i < HCOMM_PLAN_CACHE_SIZE; i++)
         if (c->plans[i].valid) hcomm_plan_release(&c->plans[i].plan);
+#ifdef HAVE_CUDA
+    hcomm_ipc_free(c); /* before the segment: its free waits for peers */
+#endif
     if (c->tp) c->tp->ops->destroy(c->tp);
     hcomm_shm_destroy(c->shm);
     for (int i = 0; i < c->nplain_mem; i++)
@@ -388,5 +392,8 @@ hcomm_status_t hcomm_comm_abort(hcomm_comm_t comm) {
     hcomm_status_t st = check_ready(&comm);
     if (st == HCOMM_SUCCESS) st = hcomm_comm_lookup(comm, &c);
     if (st == HCOMM_SUCCESS) atomic_store(&c->aborted, 1);
+#ifdef HAVE_CUDA
+    if (st == HCOMM_SUCCESS) hcomm_ipc_abort(c);
+#endif
     return st;
 }

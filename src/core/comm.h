@@ -24,6 +24,7 @@ typedef struct {
 struct hcomm_topo;
 struct hcomm_shm;
 struct hcomm_gpu_ctx;
+struct hcomm_ipc;
 
 typedef struct hcomm_comm_impl {
     MPI_Comm mpi_comm; /* private duplicate: bootstrap and splits */
@@ -48,6 +49,10 @@ typedef struct hcomm_comm_impl {
     /* Calls on device memory: streams and events on the communicator's
      * GPU (made by the first such call). */
     struct hcomm_gpu_ctx *gpu;
+    /* The CUDA IPC path (src/cuda_ipc/): its workspaces once made; state 0
+     * until the first call that would take it, then 1 (ready) or -1 (off). */
+    struct hcomm_ipc *ipc;
+    int ipc_state;
     uint64_t uses;
     int inflight; /* requests started and not yet completed */
     hcomm_plan_slot_t plans[HCOMM_PLAN_CACHE_SIZE];

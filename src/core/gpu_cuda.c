@@ -69,8 +69,13 @@ hcomm_status_t hcomm_gpu_ctx_create(int device, hcomm_gpu_ctx_t **out) {
         return HCOMM_ERR_INTERNAL;
     }
     for (int i = 0; i < HCOMM_GPU_NSTREAMS; i++) {
-        cudaError_t e =
-            cudaStreamCreateWithFlags(&ctx->streams[i], cudaStreamNonBlocking);
+        /* The kernel stream follows the legacy default stream: a blocking
+         * call's input written by cudaMemcpy from pageable memory may still
+         * be in flight there when cudaMemcpy returns. */
+        cudaError_t e = cudaStreamCreateWithFlags(&ctx->streams[i],
+                                                  i == HCOMM_GPU_STREAM_KERNEL
+                                                      ? cudaStreamDefault
+                                                      : cudaStreamNonBlocking);
         if (e != cudaSuccess) {
             hcomm_gpu_use_device(prev);
             hcomm_gpu_ctx_destroy(ctx);

@@ -57,9 +57,19 @@ static void advance(struct hcomm_request *req) {
         if (st == HCOMM_SUCCESS) req->agreeing = 0;
         if (st != HCOMM_SUCCESS) req->status = st; /* or still in progress */
     }
-    if (!req->agreeing)
-        req->status = req->plan ? hcomm_exec_progress(&req->exec)
-                                : hcomm_shm_op_progress(&req->direct);
+    if (req->agreeing) {
+        /* still agreeing, or failed */
+    } else if (req->plan) {
+        req->status = hcomm_exec_progress(&req->exec);
+    } else if (req->agree_only) {
+        req->status = HCOMM_SUCCESS;
+#ifdef HAVE_CUDA
+    } else if (req->ipc.comm) {
+        req->status = hcomm_ipc_op_progress(&req->ipc);
+#endif
+    } else {
+        req->status = hcomm_shm_op_progress(&req->direct);
+    }
     /* Kept with the request: whoever waits for it (later, or on another
      * thread) reports what went wrong, not only the status. Every failure
      * below records its message as it returns. */
@@ -141,7 +151,12 @@ static int fail_waiting(struct hcomm_request *req, hcomm_status_t st,
     char what[512];
     hcomm_comm_impl_t *c = req->comm;
     if (req->active && atomic_flag_test_and_set(&req->busy)) return 0;
-    if (!req->plan || req->agreeing)
+#ifdef HAVE_CUDA
+    if (req->ipc.comm && !req->agreeing)
+        hcomm_ipc_op_describe(&req->ipc, what, sizeof(what));
+    else
+#endif
+        if (!req->plan || req->agreeing)
         hcomm_shm_op_describe(&req->direct, what, sizeof(what));
     else if (!hcomm_exec_describe_wait(&req->exec, what, sizeof(what)))
         snprintf(what, sizeof(what), "local steps");

@@ -7,6 +7,7 @@
 #include "coll/exec.h"
 #include "core/comm.h"
 #include "core/profile.h"
+#include "cuda_ipc/ipc.h"
 #include "shm_tp/shm.h"
 
 #include <stdatomic.h>
@@ -14,6 +15,8 @@
 struct hcomm_request {
     hcomm_exec_t exec;     /* a plan (plan != NULL) */
     hcomm_shm_op_t direct; /* or a direct call (plan == NULL) */
+    hcomm_ipc_op_t ipc;    /* or a CUDA IPC call (ipc.comm != NULL) */
+    int agree_only;        /* or an agreement alone (direct) */
     hcomm_comm_impl_t *comm;
     const hcomm_plan_t *plan;
     hcomm_coll_t coll;

@@ -2,8 +2,9 @@
 # The GPU machine's one command: builds HCOMM there against UCX built with
 # CUDA, then runs every GPU test and benchmark, logs under $OUT.
 #
-#   test/gpu/run_gpu.sh [build] [kernels] [test] [smoke] [perf] [python]
-#                            (no argument: build kernels test perf python)
+#   test/gpu/run_gpu.sh [build] [kernels] [ipc] [test] [smoke] [perf]
+#                       [ipcperf] [python]
+#               (no argument: build kernels ipc test perf ipcperf python)
 #
 # Needs, from this checkout: .devdeps (../shared/gpu/prepare-deps.sh) and
 # the generated build files (./autogen.sh), which git ignores, so the
@@ -25,13 +26,16 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export NCCL_NVLS_ENABLE=0 # never NVLink multicast (shared/gpu/README.md)
 export HCOMM_TIMEOUT=${HCOMM_TIMEOUT:-15}
 b=$src/build-gpu
-stages=${*:-build kernels test perf python}
+stages=${*:-build kernels ipc test perf ipcperf python}
+has() { [[ " $stages " == *" $1 "* ]]; }
 mpirun_flags="--oversubscribe --bind-to none -x LD_LIBRARY_PATH -x HCOMM_TIMEOUT
   -x HCOMM_TRANSPORT -x HCOMM_CUDA_STAGING -x HCOMM_TEST_GPU_QUICK
   -x CUDA_MPS_PIPE_DIRECTORY -x CUDA_MPS_LOG_DIRECTORY -x NCCL_NVLS_ENABLE
-  -x HCOMM_ALGO -x HCOMM_SHM_SLOT_SIZE"
+  -x HCOMM_ALGO -x HCOMM_SHM_SLOT_SIZE -x HCOMM_CUDA_IPC -x HCOMM_CUDA_IPC_ALGO
+  -x HCOMM_CUDA_IPC_BUFFER"
 export HCOMM_TRANSPORT=auto HCOMM_CUDA_STAGING=auto HCOMM_TEST_GPU_QUICK=0
 export HCOMM_ALGO= HCOMM_SHM_SLOT_SIZE=256K
+export HCOMM_CUDA_IPC=auto HCOMM_CUDA_IPC_ALGO=auto HCOMM_CUDA_IPC_BUFFER=8M
 
 status=0
 note() { echo "### $*"; }
@@ -52,7 +56,7 @@ mps_on() {
 }
 mps_off() { echo quit | nvidia-cuda-mps-control 2>/dev/null || true; sleep 1; }
 
-if [[ $stages == *build* ]]; then
+if has build; then
     note "build"
     nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv >"$out/build.log" 2>&1
     mkdir -p "$b"
@@ -71,19 +75,39 @@ mpi() { # mpi LOG NP CMD...
     run "$log" ${GPU_RUN_LIMIT:-150} mpirun $mpirun_flags -np "$np" "$@"
 }
 
-if [[ $stages == *kernels* ]]; then
+if has kernels; then
     note "kernels"
     run tests.log 300 "$b/test/gpu/test_cuda_kernels"
 fi
 
-if [[ $stages == *smoke* ]]; then
+if has ipc; then
+    note "CUDA IPC: safety and rounds at 2 to 4 ranks, every collective forced"
+    mps_on
+    for n in 2 3 4; do
+        mpi ipc.log "$n" "$b/test/gpu/test_cuda_ipc"
+    done
+    HCOMM_CUDA_IPC_ALGO=twoshot mpi ipc.log 3 "$b/test/gpu/test_cuda_ipc"
+    HCOMM_CUDA_IPC_ALGO=oneshot HCOMM_TEST_GPU_QUICK=1 HCOMM_CUDA_IPC_BUFFER=64K \
+        mpi ipc.log 2 "$b/test/gpu/test_cuda_colls"
+    HCOMM_CUDA_IPC_ALGO=twoshot HCOMM_TEST_GPU_QUICK=1 HCOMM_CUDA_IPC_BUFFER=64K \
+        mpi ipc.log 3 "$b/test/gpu/test_cuda_colls"
+    HCOMM_CUDA_IPC_ALGO=twoshot HCOMM_TEST_GPU_QUICK=1 mpi ipc.log 4 "$b/test/gpu/test_cuda_colls"
+    mpi ipc.log 2 "$b/test/gpu/test_cuda_colls" # every type and operation
+    mps_off
+    note "CUDA IPC without MPS"
+    HCOMM_TEST_GPU_QUICK=1 mpi ipc.log 2 "$b/test/gpu/test_cuda_colls"
+    mpi ipc.log 2 "$b/test/gpu/test_cuda_ipc"
+    grep -E "passed|FAILED|skipped" "$out/ipc.log"
+fi
+
+if has smoke; then
     note "smoke: 2 ranks, quick"
     mps_on
     HCOMM_TEST_GPU_QUICK=1 mpi tests.log 2 "$b/test/gpu/test_cuda_colls"
     grep -E "passed|FAILED|skipped" "$out/tests.log"
 fi
 
-if [[ $stages == *test* ]]; then
+if has test; then
     note "tests"
     mps_on
     for n in ${GPU_RANKS:-1 2 3 4}; do
@@ -98,7 +122,7 @@ if [[ $stages == *test* ]]; then
     grep -E "passed|FAILED|skipped|bandwidth" "$out/tests.log"
 fi
 
-if [[ $stages == *perf* ]]; then
+if has perf; then
     note "benchmarks"
     mps_on
     run perf.log 60 "$b/test/gpu/bench_memtype"
@@ -122,7 +146,23 @@ if [[ $stages == *perf* ]]; then
     mps_off
     grep -vE "^\\$|^\(exit" "$out/perf.log" | grep -E "^ +[0-9]|^#|memtype|Final" | head -200
 fi
-if [[ $stages == *python* ]]; then
+if has ipcperf; then
+    note "CUDA IPC benchmarks: one-shot against two-shot, auto, the UCX path"
+    mps_on
+    p="$b/perf/hcomm_perf -D cuda"
+    for n in 2 4; do
+        for a in oneshot twoshot; do
+            HCOMM_CUDA_IPC_ALGO=$a mpi ipcperf.log $n $p allreduce -b 8 -e 8M -f 4 -n 20 -w 5
+        done
+        mpi ipcperf.log $n $p allreduce -b 8 -e 256M -f 4 -n 10 -w 3
+        HCOMM_CUDA_IPC=0 mpi ipcperf.log $n $p allreduce -b 8 -e 64M -f 4 -n 10 -w 3
+    done
+    mpi ipcperf.log 2 $p allreduce -b 8 -e 64M -f 8 -n 20 -w 5 -S
+    mps_off
+    grep -vE "^\\$|^\(exit" "$out/ipcperf.log" | grep -E "^ +[0-9]|^#" | head -300
+fi
+
+if has python; then
     note "python: the hcomm package, hcomm.torch and DDP on the GPU"
     mps_on
     py=${GPU_PYTHON:-/opt/torch/.venv/bin/python3}

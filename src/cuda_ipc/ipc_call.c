@@ -1,0 +1,160 @@
+/* One call on the CUDA IPC path: its kernel's shape (kind, rounds, blocks),
+ * its launch in the communicator's order, its end and its failures. */
+#include "core/config.h"
+#include "core/log.h"
+#include "cuda_ipc/ipc_shape.h"
+#include "cuda_ipc/ipc_state.h"
+
+#include <cuda_runtime_api.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+static const char *kind_name(hcomm_ipc_kind_t k) {
+    static const char *names[] = {"oneshot", "twoshot", "reduce_scatter",
+                                  "allgather", "broadcast"};
+    return k < HCOMM_IPC_NKINDS ? names[k] : "?";
+}
+
+hcomm_status_t hcomm_ipc_op_init(hcomm_ipc_op_t *op, hcomm_comm_impl_t *c,
+                                 hcomm_coll_t coll, const void *in, void *out,
+                                 size_t count, hcomm_dtype_t dtype,
+                                 hcomm_op_t rop, int root, void *user_stream) {
+    hcomm_ipc_t *ipc = c->ipc;
+    size_t esize = hcomm_dtype_size(dtype);
+    memset(op, 0, sizeof(*op));
+    op->comm = c;
+    op->dtype = dtype;
+    op->op = rop;
+    op->user_stream = user_stream;
+    hcomm_ipc_kargs_t *k = &op->k;
+    k->kind = hcomm_ipc_kind(
+        coll, count * esize, hcomm_cfg_str(HCOMM_CFG_CUDA_IPC_ALGO),
+        (size_t)hcomm_cfg_int(HCOMM_CFG_CUDA_IPC_ONESHOT_MAX));
+    for (int p = 0; p < c->size; p++)
+        k->ws[p] = ipc->ws[p];
+    k->rank = c->rank;
+    k->nranks = c->size;
+    k->root = root;
+    k->in = in;
+    k->out = out;
+    k->count = count;
+    k->area_bytes = ipc->area_bytes;
+    hcomm_ipc_shape_t shape;
+    hcomm_ipc_shape(k->kind, c->size, count, esize, ipc->area_bytes,
+                    hcomm_cfg_int(HCOMM_CFG_CUDA_IPC_BLOCKS), &shape);
+    k->piece = shape.piece;
+    k->blocks = shape.blocks;
+    int reduces =
+        coll == HCOMM_COLL_ALLREDUCE || coll == HCOMM_COLL_REDUCE_SCATTER;
+    k->divisor = reduces && rop == HCOMM_AVG ? c->size : 0;
+    /* The kernel gives up first, so that its message (which names the
+     * ranks) is the one the call returns. */
+    double t = 0.9 * hcomm_comm_timeout(c);
+    k->timeout_ns = t >= 1e9 ? UINT64_MAX / 2 : (uint64_t)(t * 1e9);
+    k->abort = ipc->abort_dev;
+    k->status = ipc->status_dev;
+    k->epoch0 = ipc->epoch;
+    ipc->epoch += shape.rounds;
+    op->ticket = ipc->ticket++;
+    return HCOMM_SUCCESS;
+}
+
+hcomm_status_t hcomm_ipc_failure(hcomm_comm_impl_t *c, const char *what) {
+    hcomm_ipc_t *ipc = c->ipc;
+    volatile unsigned long long *st = ipc->status_host;
+    unsigned long long why = st[0], epoch = st[1], missing = st[2];
+    char ranks[256] = "";
+    size_t len = 0;
+    for (int p = 0; p < c->size && len + 8 < sizeof(ranks); p++)
+        if (missing >> p & 1)
+            len += (size_t)snprintf(ranks + len, sizeof(ranks) - len, "%s%d",
+                                    len ? ", " : "", p);
+    hcomm_status_t s =
+        why == HCOMM_IPC_ABORTED ? HCOMM_ERR_ABORTED : HCOMM_ERR_TIMEOUT;
+    c->broken = s;
+    if (why == HCOMM_IPC_ABORTED)
+        return hcomm_error(s,
+                           "%s on communicator %u, rank %d of %d: the CUDA "
+                           "IPC kernel was aborted by hcomm_comm_abort",
+                           what, (unsigned)c->id, c->rank, c->size);
+    return hcomm_error(s,
+                       "%s on communicator %u, rank %d of %d: the CUDA IPC "
+                       "kernel gave up after %.1f s in round %llu waiting "
+                       "for rank(s) %s",
+                       what, (unsigned)c->id, c->rank, c->size,
+                       0.9 * hcomm_comm_timeout(c), epoch,
+                       len ? ranks : "(none named)");
+}
+
+/* Enqueues the kernel on its stream, after the communicator's previous
+ * kernel wherever that one went. */
+static hcomm_status_t launch(hcomm_ipc_op_t *op) {
+    hcomm_ipc_t *ipc = op->comm->ipc;
+    void *own = hcomm_gpu_ctx_stream(ipc->ctx, HCOMM_GPU_STREAM_KERNEL);
+    void *stream = op->user_stream ? op->user_stream : own;
+    void *before = ipc->last;
+    hcomm_status_t st = HCOMM_SUCCESS;
+    if (!before && stream != own &&
+        !(before = hcomm_gpu_event_record(ipc->ctx, own)))
+        return HCOMM_ERR_INTERNAL;
+    if (before) {
+        st = hcomm_gpu_stream_wait_event(stream, before);
+        hcomm_gpu_event_put(ipc->ctx, before);
+        ipc->last = NULL;
+        if (st != HCOMM_SUCCESS) return st;
+    }
+    int e = hcomm_ipc_kernel_launch(&op->k, op->dtype, op->op, stream);
+    if (e) return hcomm_gpu_error(e, "launching the CUDA IPC kernel");
+    ipc->launched++;
+    op->launched = 1;
+    void *after = hcomm_gpu_event_record(ipc->ctx, stream);
+    if (!after) return HCOMM_ERR_INTERNAL;
+    if (op->user_stream)
+        ipc->last = after;
+    else
+        op->done = after;
+    return HCOMM_SUCCESS;
+}
+
+hcomm_status_t hcomm_ipc_op_progress(hcomm_ipc_op_t *op) {
+    hcomm_comm_impl_t *c = op->comm;
+    hcomm_ipc_t *ipc = c->ipc;
+    if (!op->launched) {
+        /* Kernels go to the stream in call order, whatever order the
+         * requests are progressed in. */
+        if (op->ticket != ipc->launched) return HCOMM_ERR_IN_PROGRESS;
+        int prev = hcomm_gpu_use_device(hcomm_gpu_ctx_device(ipc->ctx));
+        hcomm_status_t st = launch(op);
+        if (prev >= 0) hcomm_gpu_use_device(prev);
+        if (st != HCOMM_SUCCESS) {
+            c->broken = st; /* the peers' kernels now wait in vain */
+            return st;
+        }
+        if (op->user_stream) return HCOMM_SUCCESS;
+    }
+    int done = hcomm_gpu_event_query(op->done);
+    if (done == 0) return HCOMM_ERR_IN_PROGRESS;
+    hcomm_gpu_event_put(ipc->ctx, op->done);
+    op->done = NULL;
+    if (done < 0) return c->broken = HCOMM_ERR_INTERNAL;
+    if (((volatile unsigned long long *)ipc->status_host)[0]) {
+        char what[64];
+        snprintf(what, sizeof(what), "CUDA IPC %s", kind_name(op->k.kind));
+        return hcomm_ipc_failure(c, what);
+    }
+    return HCOMM_SUCCESS;
+}
+
+void hcomm_ipc_op_describe(const hcomm_ipc_op_t *op, char *out, size_t len) {
+    const hcomm_ipc_t *ipc = op->comm->ipc;
+    if (!op->launched)
+        snprintf(out, len,
+                 "the CUDA IPC %s kernel's turn (calls before it unlaunched)",
+                 kind_name(op->k.kind));
+    else
+        snprintf(out, len,
+                 "the CUDA IPC %s kernel (rounds %llu on, %d blocks) on GPU %d",
+                 kind_name(op->k.kind), (unsigned long long)op->k.epoch0,
+                 op->k.blocks, hcomm_gpu_ctx_device(ipc->ctx));
+}

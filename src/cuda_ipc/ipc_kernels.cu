@@ -1,0 +1,236 @@
+// The CUDA IPC collectives (ipc_kernels.h): one kernel per (type, op)
+// runs every kind, round after round, each block on its own slice.
+#include "cuda_ipc/ipc_kernels.h"
+#include "kernels/reduce_cuda_dev.cuh"
+
+#include <cuda_runtime.h>
+
+namespace {
+
+using namespace hcomm_dev;
+
+__device__ uint64_t *flag_at(char *ws, int phase, int block, int src) {
+    return reinterpret_cast<uint64_t *>(ws) +
+           ((size_t)phase * HCOMM_IPC_MAX_BLOCKS + block) *
+               HCOMM_IPC_MAX_RANKS +
+           src;
+}
+
+__device__ uint64_t now_ns() {
+    uint64_t t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+}
+
+// System scope: the peers are other processes, possibly on other GPUs.
+__device__ uint64_t load_acquire(const uint64_t *p) {
+    uint64_t v;
+    asm volatile("ld.acquire.sys.global.u64 %0, [%1];"
+                 : "=l"(v)
+                 : "l"(p)
+                 : "memory");
+    return v;
+}
+__device__ void store_release(uint64_t *p, uint64_t v) {
+    asm volatile("st.release.sys.global.u64 [%0], %1;" ::"l"(p), "l"(v)
+                 : "memory");
+}
+
+// Raises this block's flag for epoch in every peer's workspace once all
+// its threads' writes are done.
+__device__ void signal_peers(const hcomm_ipc_kargs_t &a, int phase,
+                             uint64_t epoch) {
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        __threadfence_system();
+        for (int p = 0; p < a.nranks; p++)
+            if (p != a.rank)
+                store_release(flag_at(a.ws[p], phase, blockIdx.x, a.rank),
+                              epoch);
+    }
+}
+
+// Waits until block b of every peer raised its flag for epoch. False when
+// the call failed: the wait outlasted the timeout (the status then names
+// the ranks still awaited), the host aborted, or another block failed.
+__device__ bool wait_peers(const hcomm_ipc_kargs_t &a, int phase,
+                           uint64_t epoch) {
+    __shared__ int failed;
+    if (threadIdx.x == 0) {
+        failed = 0;
+        uint64_t start = 0;
+        for (int p = 0; p < a.nranks && !failed; p++) {
+            if (p == a.rank) continue;
+            const uint64_t *f = flag_at(a.ws[a.rank], phase, blockIdx.x, p);
+            for (unsigned spin = 0; load_acquire(f) < epoch; spin++) {
+                if (spin % 256 != 255) continue;
+                volatile unsigned long long *st = a.status;
+                if (a.abort[0]) failed = HCOMM_IPC_ABORTED;
+                if (st[0]) failed = -1; // another block has failed
+                uint64_t t = now_ns();
+                if (!start) start = t;
+                if (t - start > a.timeout_ns) failed = HCOMM_IPC_TIMED_OUT;
+                if (failed) break;
+            }
+        }
+        if (failed > 0) {
+            // Host memory: plain stores (no PCIe atomics), the word the
+            // host tests last. Blocks failing together may each write.
+            unsigned long long missing = 0;
+            for (int p = 0; p < a.nranks; p++)
+                if (p != a.rank && load_acquire(flag_at(a.ws[a.rank], phase,
+                                                        blockIdx.x, p)) < epoch)
+                    missing |= 1ull << p;
+            volatile unsigned long long *st = a.status;
+            st[2] = missing;
+            st[1] = epoch;
+            __threadfence_system();
+            st[0] = (unsigned long long)failed;
+            __threadfence_system();
+        }
+    }
+    __syncthreads();
+    return !failed;
+}
+
+template <typename T, typename OP>
+__device__ void copy(void *dst, const void *src, size_t n) {
+    if (n == 0 || dst == src) return;
+    Span s = {};
+    s.dst = dst;
+    s.src[0] = src;
+    s.nsrc = 1;
+    s.n = n;
+    reduce_span<T, OP>(s, threadIdx.x, blockDim.x);
+}
+
+template <typename T, typename OP>
+__global__ void __launch_bounds__(HCOMM_IPC_THREADS)
+    ipc_kernel(hcomm_ipc_kargs_t a) {
+    constexpr size_t vw = 16 / sizeof(T);
+    const int n = a.nranks, r = a.rank, b = blockIdx.x, nb = gridDim.x;
+    const T *in = static_cast<const T *>(a.in);
+    T *out = static_cast<T *>(a.out);
+    const size_t res = hcomm_ipc_result_offset(a.piece, sizeof(T));
+    for (size_t off = 0, k = 0; off < a.count; off += a.piece, k++) {
+        const uint64_t epoch = a.epoch0 + k;
+        const size_t len = min(a.piece, a.count - off);
+        char *area[HCOMM_IPC_MAX_RANKS];
+        for (int p = 0; p < n; p++)
+            area[p] =
+                a.ws[p] + HCOMM_IPC_FLAG_BYTES + (epoch & 1) * a.area_bytes;
+        Span s = {};
+        s.nsrc = n;
+        size_t lo, hi;
+        switch (a.kind) {
+        case HCOMM_IPC_ONESHOT:
+            hcomm_ipc_part(len, nb, b, vw, &lo, &hi);
+            copy<T, OP>((T *)area[r] + lo, in + off + lo, hi - lo);
+            signal_peers(a, 0, epoch);
+            if (!wait_peers(a, 0, epoch)) return;
+            for (int p = 0; p < n; p++)
+                s.src[p] = (const T *)area[p] + lo;
+            s.dst = out + off + lo;
+            s.divisor = a.divisor;
+            s.n = hi - lo;
+            reduce_span<T, OP>(s, threadIdx.x, blockDim.x);
+            break;
+        case HCOMM_IPC_TWOSHOT: {
+            // Chunk c of the round is reduced by rank c; block b of every
+            // rank takes part b of every chunk.
+            size_t c0, c1;
+            for (int c = 0; c < n; c++) {
+                if (c == r) continue; // this rank reads its own in place
+                hcomm_ipc_part(len, n, c, vw, &c0, &c1);
+                hcomm_ipc_part(c1 - c0, nb, b, vw, &lo, &hi);
+                copy<T, OP>((T *)area[r] + c0 + lo, in + off + c0 + lo,
+                            hi - lo);
+            }
+            signal_peers(a, 0, epoch);
+            if (!wait_peers(a, 0, epoch)) return;
+            size_t r0, r1;
+            hcomm_ipc_part(len, n, r, vw, &r0, &r1);
+            hcomm_ipc_part(r1 - r0, nb, b, vw, &lo, &hi);
+            for (int p = 0; p < n; p++)
+                s.src[p] =
+                    p == r ? in + off + r0 + lo : (const T *)area[p] + r0 + lo;
+            s.dst = (T *)(area[r] + res) + r0 + lo;
+            s.dst2 = out + off + r0 + lo;
+            s.divisor = a.divisor;
+            s.n = hi - lo;
+            reduce_span<T, OP>(s, threadIdx.x, blockDim.x);
+            signal_peers(a, 1, epoch);
+            if (!wait_peers(a, 1, epoch)) return;
+            for (int c = 0; c < n; c++) {
+                if (c == r) continue;
+                hcomm_ipc_part(len, n, c, vw, &c0, &c1);
+                hcomm_ipc_part(c1 - c0, nb, b, vw, &lo, &hi);
+                copy<T, OP>(out + off + c0 + lo,
+                            (const T *)(area[c] + res) + c0 + lo, hi - lo);
+            }
+            break;
+        }
+        case HCOMM_IPC_REDUCE_SCATTER:
+            // Block c of the input (count elements each) goes to rank c.
+            hcomm_ipc_part(len, nb, b, vw, &lo, &hi);
+            for (int c = 0; c < n; c++)
+                if (c != r)
+                    copy<T, OP>((T *)area[r] + c * a.piece + lo,
+                                in + c * a.count + off + lo, hi - lo);
+            signal_peers(a, 0, epoch);
+            if (!wait_peers(a, 0, epoch)) return;
+            for (int p = 0; p < n; p++)
+                s.src[p] = p == r ? in + r * a.count + off + lo
+                                  : (const T *)area[p] + r * a.piece + lo;
+            s.dst = out + off + lo;
+            s.divisor = a.divisor;
+            s.n = hi - lo;
+            reduce_span<T, OP>(s, threadIdx.x, blockDim.x);
+            break;
+        case HCOMM_IPC_ALLGATHER:
+            hcomm_ipc_part(len, nb, b, vw, &lo, &hi);
+            copy<T, OP>((T *)area[r] + lo, in + off + lo, hi - lo);
+            signal_peers(a, 0, epoch);
+            if (!wait_peers(a, 0, epoch)) return;
+            for (int p = 0; p < n; p++)
+                copy<T, OP>(out + p * a.count + off + lo,
+                            p == r ? in + off + lo : (const T *)area[p] + lo,
+                            hi - lo);
+            break;
+        case HCOMM_IPC_BCAST:
+            // Every rank raises its flag, the root after its copy, so that
+            // the root too knows when its area may be written again.
+            hcomm_ipc_part(len, nb, b, vw, &lo, &hi);
+            if (r == a.root)
+                copy<T, OP>((T *)area[r] + lo, in + off + lo, hi - lo);
+            signal_peers(a, 0, epoch);
+            if (!wait_peers(a, 0, epoch)) return;
+            if (r != a.root)
+                copy<T, OP>(out + off + lo, (const T *)area[a.root] + lo,
+                            hi - lo);
+            break;
+        default:
+            return;
+        }
+    }
+}
+
+struct Launch {
+    template <typename T, typename OP>
+    static int run(const hcomm_ipc_kargs_t *a, cudaStream_t s) {
+        ipc_kernel<T, OP><<<a->blocks, HCOMM_IPC_THREADS, 0, s>>>(*a);
+        return (int)cudaGetLastError();
+    }
+};
+
+} // namespace
+
+extern "C" int hcomm_ipc_kernel_launch(const hcomm_ipc_kargs_t *a,
+                                       hcomm_dtype_t dtype, hcomm_op_t op,
+                                       void *stream) {
+    if (a->count == 0) return 0;
+    if (a->nranks < 1 || a->nranks > HCOMM_IPC_MAX_RANKS || a->blocks < 1 ||
+        a->blocks > HCOMM_IPC_MAX_BLOCKS || a->piece == 0)
+        return (int)cudaErrorInvalidValue;
+    return dispatch<Launch>(dtype, op, a, (cudaStream_t)stream);
+}

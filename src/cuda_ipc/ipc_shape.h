@@ -1,0 +1,36 @@
+/* A CUDA IPC call's shape: which kernel kind, how many elements a round
+ * moves, how many rounds and blocks. Every rank computes it from what all
+ * ranks agreed on (collective, count, type, configuration), so all launch
+ * the same kernel. */
+#ifndef HCOMM_CUDA_IPC_SHAPE_H
+#define HCOMM_CUDA_IPC_SHAPE_H
+
+#include "cuda_ipc/ipc_kernels.h"
+#include "coll/plan.h"
+
+/* Each block of a kernel moves at least this much of a round: fewer,
+ * busier blocks raise fewer flags. */
+#define HCOMM_IPC_BYTES_PER_BLOCK (32u << 10)
+
+typedef struct {
+    size_t piece;  /* elements of count per round */
+    size_t rounds; /* ceil(count / piece) */
+    int blocks;
+} hcomm_ipc_shape_t;
+
+/* The bytes of the data area one round uses. */
+size_t hcomm_ipc_round_bytes(hcomm_ipc_kind_t kind, int nranks, size_t piece,
+                             size_t esize);
+
+/* The kernel for coll of bytes (per rank's block for allgather and
+ * reduce-scatter); algo is HCOMM_CUDA_IPC_ALGO. */
+hcomm_ipc_kind_t hcomm_ipc_kind(hcomm_coll_t coll, size_t bytes,
+                                const char *algo, size_t oneshot_max);
+
+/* The rounds and blocks of a call of count elements of esize bytes through
+ * areas of area_bytes (at least 64 KiB), at most max_blocks blocks. */
+void hcomm_ipc_shape(hcomm_ipc_kind_t kind, int nranks, size_t count,
+                     size_t esize, size_t area_bytes, long long max_blocks,
+                     hcomm_ipc_shape_t *out);
+
+#endif

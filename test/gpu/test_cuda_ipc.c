@@ -1,0 +1,198 @@
+/* The CUDA IPC path's safety, on 2 or more ranks sharing a node's GPUs:
+ *  - mismatched counts fail on every rank with HCOMM_ERR_MISMATCH and no
+ *    byte around any rank's buffers changes;
+ *  - a rank whose kernel never runs (its stream held by a host function)
+ *    makes every other rank's call fail with HCOMM_ERR_TIMEOUT within the
+ *    timeout (plus 10%), naming that rank; hcomm_comm_abort then ends the
+ *    held rank's kernel and its communicator is broken;
+ *  - many rounds through small buffers (HCOMM_CUDA_IPC_BUFFER) give exact
+ *    results, one-shot and two-shot, in order on two streams.
+ * Without a GPU: exit 77 (skip). */
+#include "core/config.h"
+#include "mpi_check.h"
+
+#include <cuda_runtime_api.h>
+#include <mpi.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int rank, nranks;
+static atomic_int released;
+
+static void CUDART_CB hold_stream(void *arg) {
+    (void)arg;
+    double t0 = MPI_Wtime();
+    while (!atomic_load(&released) && MPI_Wtime() - t0 < 20)
+        ;
+}
+
+/* Counts of 1000 on rank 0 and 1001 elsewhere, guards of 64 floats. */
+static void test_mismatch(hcomm_comm_t comm) {
+    enum { GUARD = 64 };
+    size_t count = rank == 0 ? 1000 : 1001, total = 1001 + 2 * GUARD;
+    float *h = malloc(total * sizeof(float)), *d = NULL;
+    for (size_t i = 0; i < total; i++)
+        h[i] = (float)i;
+    cudaMalloc((void **)&d, total * sizeof(float));
+    cudaMemcpy(d, h, total * sizeof(float), cudaMemcpyHostToDevice);
+    hcomm_status_t st = hcomm_allreduce(d + GUARD, d + GUARD, count,
+                                        HCOMM_FLOAT32, HCOMM_SUM, comm);
+    CHECK(st == HCOMM_ERR_MISMATCH, "mismatched allreduce: %s (%s)",
+          hcomm_strerror(st), hcomm_last_error());
+    float *back = malloc(total * sizeof(float));
+    cudaMemcpy(back, d, total * sizeof(float), cudaMemcpyDeviceToHost);
+    CHECK(memcmp(back, h, total * sizeof(float)) == 0,
+          "a mismatched call changed device memory");
+    cudaFree(d);
+    free(h);
+    free(back);
+}
+
+/* Rank 1's stream is held; every other rank's call times out naming it. */
+static void test_absent_peer(hcomm_comm_t comm) {
+    const double timeout = 3;
+    CHECK_OK(hcomm_comm_set_timeout(comm, timeout));
+    size_t n = 4096;
+    float *d = NULL;
+    cudaMalloc((void **)&d, n * sizeof(float));
+    cudaMemset(d, 0, n * sizeof(float));
+    cudaStream_t s;
+    cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
+    /* the communicator's first call maps the workspaces */
+    CHECK_OK(hcomm_allreduce(d, d, n, HCOMM_FLOAT32, HCOMM_SUM, comm));
+    if (rank == 1) {
+        cudaLaunchHostFunc(s, hold_stream, NULL);
+        /* agreed with the others on the host, enqueued behind the hold */
+        CHECK_OK(
+            hcomm_allreduce_stream(d, d, n, HCOMM_FLOAT32, HCOMM_SUM, comm, s));
+        MPI_Barrier(MPI_COMM_WORLD); /* the others have failed */
+        CHECK_OK(hcomm_comm_abort(comm));
+        atomic_store(&released, 1);
+        double t0 = MPI_Wtime();
+        CHECK(cudaStreamSynchronize(s) == cudaSuccess,
+              "the held stream failed");
+        CHECK(MPI_Wtime() - t0 < timeout, "the aborted kernel ran %.1f s",
+              MPI_Wtime() - t0);
+        hcomm_status_t st =
+            hcomm_allreduce(d, d, n, HCOMM_FLOAT32, HCOMM_SUM, comm);
+        CHECK(st != HCOMM_SUCCESS, "a call after the abort succeeded");
+    } else {
+        double t0 = MPI_Wtime();
+        hcomm_status_t st =
+            hcomm_allreduce(d, d, n, HCOMM_FLOAT32, HCOMM_SUM, comm);
+        double took = MPI_Wtime() - t0;
+        CHECK(st == HCOMM_ERR_TIMEOUT, "absent peer: %s (%s)",
+              hcomm_strerror(st), hcomm_last_error());
+        CHECK(strstr(hcomm_last_error(), "rank(s) 1") != NULL,
+              "the message does not name rank 1: %s", hcomm_last_error());
+        CHECK(took < 1.1 * timeout, "the call failed after %.1f s", took);
+        MPI_Barrier(MPI_COMM_WORLD);
+    }
+    cudaStreamDestroy(s);
+    cudaFree(d);
+}
+
+/* Rounds: the buffers hold 64 KiB, so 1 Mi floats take dozens of them;
+ * calls alternate between two streams. Values are small integers: every
+ * order of summing gives the same floats. */
+static void test_rounds(hcomm_comm_t comm, const char *algo) {
+    size_t n = (1u << 20) + 7;
+    float *h = malloc(n * sizeof(float)), *d = NULL;
+    cudaMalloc((void **)&d, n * sizeof(float));
+    cudaStream_t s[2];
+    for (int i = 0; i < 2; i++)
+        cudaStreamCreateWithFlags(&s[i], cudaStreamNonBlocking);
+    for (size_t i = 0; i < n; i++)
+        h[i] = (float)((i + (size_t)rank) % 7);
+    cudaMemcpy(d, h, n * sizeof(float), cudaMemcpyHostToDevice);
+    /* a copy from pageable memory may still run when cudaMemcpy returns,
+     * and the streams below do not follow the default stream */
+    cudaDeviceSynchronize();
+    for (int it = 0; it < 4; it++)
+        CHECK_OK(hcomm_allreduce_stream(d, d, n, HCOMM_FLOAT32, HCOMM_SUM, comm,
+                                        s[it % 2]));
+    cudaStreamSynchronize(s[0]);
+    cudaStreamSynchronize(s[1]);
+    cudaMemcpy(h, d, n * sizeof(float), cudaMemcpyDeviceToHost);
+    size_t bad = 0;
+    for (size_t i = 0; i < n; i++) {
+        double v = 0;
+        for (int r = 0; r < nranks; r++)
+            v += (double)((i + (size_t)r) % 7);
+        for (int it = 1; it < 4; it++)
+            v *= nranks;
+        bad += h[i] != (float)v;
+    }
+    CHECK(bad == 0, "%s rounds on two streams: %zu of %zu wrong", algo, bad, n);
+    for (int i = 0; i < 2; i++)
+        cudaStreamDestroy(s[i]);
+    cudaFree(d);
+    free(h);
+}
+
+/* Back-to-back out-of-place calls of 32 Mi floats through the default
+ * 8 MiB buffers (dozens of rounds each), then one checked: as hcomm_perf's
+ * timed loop runs them. */
+static void test_back_to_back(hcomm_comm_t comm) {
+    size_t n = (size_t)32 << 20;
+    float *h = malloc(n * sizeof(float)), *in = NULL, *out = NULL;
+    cudaMalloc((void **)&in, n * sizeof(float));
+    cudaMalloc((void **)&out, n * sizeof(float));
+    for (size_t i = 0; i < n; i++)
+        h[i] = (float)((i * 7 + (size_t)rank) % 1000);
+    cudaMemcpy(in, h, n * sizeof(float), cudaMemcpyHostToDevice);
+    for (int it = 0; it < 8; it++)
+        CHECK_OK(hcomm_allreduce(in, out, n, HCOMM_FLOAT32, HCOMM_SUM, comm));
+    cudaMemcpy(h, out, n * sizeof(float), cudaMemcpyDeviceToHost);
+    size_t bad = 0, first = n;
+    for (size_t i = 0; i < n; i++) {
+        double v = 0;
+        for (int r = 0; r < nranks; r++)
+            v += (double)((i * 7 + (size_t)r) % 1000);
+        if (h[i] != (float)v && bad++ == 0) first = i;
+    }
+    CHECK(bad == 0, "back to back: %zu of %zu wrong, the first at %zu", bad, n,
+          first);
+    cudaFree(in);
+    cudaFree(out);
+    free(h);
+}
+
+int main(int argc, char **argv) {
+    int ndev = 0, provided;
+    MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &nranks);
+    check_rank = rank;
+    if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0 || nranks < 2) {
+        if (rank == 0)
+            printf("test_cuda_ipc: needs a GPU and 2 ranks: skipped\n");
+        MPI_Finalize();
+        return 77;
+    }
+    cudaSetDevice(rank % ndev);
+    if (hcomm_init(&argc, &argv) != HCOMM_SUCCESS) {
+        fprintf(stderr, "hcomm_init: %s\n", hcomm_last_error());
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    hcomm_comm_t comm;
+    CHECK_OK(hcomm_comm_create(MPI_COMM_WORLD, &comm));
+    test_back_to_back(comm);
+    CHECK_OK(hcomm_comm_free(&comm));
+    /* small buffers from here on: many rounds per call */
+    CHECK_OK(hcomm_config_set("HCOMM_CUDA_IPC_BUFFER", "64K"));
+    CHECK_OK(hcomm_comm_create(MPI_COMM_WORLD, &comm));
+    test_rounds(comm, getenv("HCOMM_CUDA_IPC_ALGO")
+                          ? getenv("HCOMM_CUDA_IPC_ALGO")
+                          : "auto");
+    test_mismatch(comm);
+    CHECK_OK(hcomm_comm_free(&comm));
+    CHECK_OK(hcomm_comm_create(MPI_COMM_WORLD, &comm));
+    test_absent_peer(comm);
+    hcomm_comm_free(&comm);
+    int rc = check_summary("test_cuda_ipc");
+    hcomm_finalize();
+    MPI_Finalize();
+    return rc;
+}
