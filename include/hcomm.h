@@ -209,6 +209,55 @@ HCOMM_API hcomm_status_t hcomm_irecv(void *buf, size_t count,
                                      hcomm_comm_t comm,
                                      hcomm_request_t *request);
 
+/* --- compression inside AllReduce ------------------------------------- */
+
+/* What AllReduce sends: float32 sum and avg only (any other type or op
+ * with compression on fails with HCOMM_ERR_UNSUPPORTED), host memory.
+ *  - BF16, FP16: each rank's values go out as 16-bit numbers once, are
+ *    summed in fp32 by the rank that owns their chunk, and the sums go out
+ *    as 16-bit numbers once: two roundings, whatever the rank count, half
+ *    the bytes of float32.
+ *  - TOPK: each rank sends the density * count values of largest magnitude
+ *    (with their indices); the others count as zero.
+ *  - ONEBIT: each rank sends the signs of its values and one scale (their
+ *    mean magnitude) per chunk; the chunk's owner sums, compresses the sum
+ *    the same way and sends it back: 1/32 of the bytes.
+ * TOPK and ONEBIT are lossy: with a state (error feedback) what a call did
+ * not send is added to the next call's input, and the result converges as
+ * if nothing had been dropped. */
+typedef enum {
+    HCOMM_COMPRESS_NONE = 0,
+    HCOMM_COMPRESS_BF16,
+    HCOMM_COMPRESS_FP16,
+    HCOMM_COMPRESS_TOPK,
+    HCOMM_COMPRESS_ONEBIT,
+    HCOMM_COMPRESS_COUNT
+} hcomm_compress_t;
+
+/* Error-feedback state of one tensor (count float32 values) on one
+ * communicator: residuals that its next calls add back. */
+typedef struct hcomm_compress_state *hcomm_compress_state_t;
+
+typedef struct {
+    hcomm_compress_t compress;
+    double density;               /* TOPK: the fraction kept, in (0, 1] */
+    hcomm_compress_state_t state; /* TOPK, ONEBIT: NULL for none */
+} hcomm_allreduce_opts_t;
+
+/* hcomm_allreduce with options; opts NULL takes the communicator's
+ * default, HCOMM_COMPRESS. Every rank must pass the same options. */
+HCOMM_API hcomm_status_t hcomm_allreduce_ex(const void *sendbuf, void *recvbuf,
+                                            size_t count, hcomm_dtype_t dtype,
+                                            hcomm_op_t op, hcomm_comm_t comm,
+                                            const hcomm_allreduce_opts_t *opts);
+/* Not collective. reset zeroes the residuals (a restart). */
+HCOMM_API hcomm_status_t hcomm_compress_state_create(
+    hcomm_comm_t comm, size_t count, hcomm_compress_state_t *state);
+HCOMM_API hcomm_status_t
+hcomm_compress_state_reset(hcomm_compress_state_t state);
+HCOMM_API hcomm_status_t
+hcomm_compress_state_free(hcomm_compress_state_t *state);
+
 /* --- stream-ordered calls (GPU) --------------------------------------- */
 
 /* The same collectives ordered on a CUDA stream (stream: a cudaStream_t,

@@ -85,6 +85,23 @@ static const cfg_entry_t table[HCOMM_CFG_COUNT] = {
     {"HCOMM_MEMLOG", CFG_CHOICE, "0", "0|1",
      "1: log on stderr every growth and release of the GPU scratch and "
      "pinned staging pools, with the GPU's free memory."},
+    {"HCOMM_CUDA_IPC", CFG_CHOICE, "0", "0|auto",
+     "Device buffers when every rank is on one node: auto: AllReduce, "
+     "ReduceScatter, AllGather and Broadcast run as kernels that read the "
+     "peers' GPU memory through CUDA IPC; 0: through the plans (the "
+     "default until the IPC path's last fix is measured on a GPU)."},
+    {"HCOMM_CUDA_IPC_ALGO", CFG_CHOICE, "auto", "auto|oneshot|twoshot",
+     "The CUDA IPC AllReduce: oneshot (every rank reduces the whole "
+     "buffer), twoshot (reduce-scatter then allgather), or auto by size."},
+    {"HCOMM_CUDA_IPC_BUFFER", CFG_SIZE, "8M", NULL,
+     "Bytes of each of the two device buffers per rank that peers read "
+     "through CUDA IPC; larger calls go through them in rounds."},
+    {"HCOMM_CUDA_IPC_ONESHOT_MAX", CFG_SIZE, "8M", NULL,
+     "Largest AllReduce (bytes) that the CUDA IPC path reduces in one shot "
+     "with auto; larger ones take two shots."},
+    {"HCOMM_CUDA_IPC_BLOCKS", CFG_INT, "32", NULL,
+     "Most thread blocks of a CUDA IPC kernel (1 to 64); each moves at "
+     "least 32 KiB of a round."},
     {"HCOMM_DEBUG_SUBSYS", CFG_STRING, "all", NULL,
      "Parts whose info, debug and trace lines are logged: all, or a list of "
      "init, coll, ucx, shm, cuda, topo, mpi (`ucx,shm`); errors and warnings "
@@ -110,6 +127,10 @@ static const cfg_entry_t table[HCOMM_CFG_COUNT] = {
      "(collective, count, type, operation, root, host or GPU memory) and "
      "all fail with HCOMM_ERR_MISMATCH, naming ranks and fields, when they "
      "differ; costs an MPI allgather per call."},
+    {"HCOMM_COMPRESS", CFG_STRING, "none", NULL,
+     "What hcomm_allreduce_ex sends without options: none, bf16, fp16 "
+     "(float32 sums as 16-bit numbers), topk:<density> or onebit (lossy, "
+     "without error feedback; pass a state in the options for it)."},
 };
 
 typedef struct {

@@ -1,0 +1,119 @@
+/* AllReduce of float32 sums with each compression of hcomm_allreduce_ex,
+ * against uncompressed HCOMM and MPI_Allreduce in the same run: median time
+ * per call, the bytes each rank sends, and the ratio to MPI.
+ *   mpirun -np N perf/bench_compress [-e max_bytes] [-n iterations] */
+#include "hcomm.h"
+
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* The median of n timed calls (us), every rank timing the slowest rank. */
+typedef hcomm_status_t (*call_fn)(void *arg);
+static double median_us(call_fn fn, void *arg, int iters) {
+    double *t = malloc((size_t)iters * sizeof(double));
+    for (int i = -2; i < iters; i++) { /* two warm-up calls */
+        MPI_Barrier(MPI_COMM_WORLD);
+        double t0 = MPI_Wtime();
+        if (fn(arg) != HCOMM_SUCCESS) {
+            fprintf(stderr, "bench_compress: %s\n", hcomm_last_error());
+            MPI_Abort(MPI_COMM_WORLD, 1);
+        }
+        double dt = MPI_Wtime() - t0, max;
+        MPI_Allreduce(&dt, &max, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+        if (i >= 0) t[i] = max * 1e6;
+    }
+    qsort(t, (size_t)iters, sizeof(double), cmp_double);
+    double m = t[iters / 2];
+    free(t);
+    return m;
+}
+
+typedef struct {
+    float *in, *out;
+    size_t count;
+    hcomm_comm_t comm;
+    hcomm_allreduce_opts_t opts;
+} job_t;
+
+static hcomm_status_t run_ex(void *arg) {
+    job_t *j = arg;
+    return hcomm_allreduce_ex(j->in, j->out, j->count, HCOMM_FLOAT32, HCOMM_SUM,
+                              j->comm, &j->opts);
+}
+static hcomm_status_t run_mpi(void *arg) {
+    job_t *j = arg;
+    return MPI_Allreduce(j->in, j->out, (int)j->count, MPI_FLOAT, MPI_SUM,
+                         MPI_COMM_WORLD) == MPI_SUCCESS
+               ? HCOMM_SUCCESS
+               : HCOMM_ERR_TRANSPORT;
+}
+
+int main(int argc, char **argv) {
+    size_t max_bytes = 64u << 20;
+    int iters = 20, opt, rank, n;
+    MPI_Init(&argc, &argv);
+    while ((opt = getopt(argc, argv, "e:n:")) != -1) {
+        if (opt == 'e') max_bytes = strtoull(optarg, NULL, 0);
+        if (opt == 'n') iters = atoi(optarg);
+    }
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &n);
+    if (hcomm_init(&argc, &argv) != HCOMM_SUCCESS) MPI_Abort(MPI_COMM_WORLD, 1);
+    job_t j = {0};
+    hcomm_comm_create(MPI_COMM_WORLD, &j.comm);
+    size_t maxc = max_bytes / 4;
+    j.in = malloc(maxc * 4);
+    j.out = malloc(maxc * 4);
+    for (size_t i = 0; i < maxc; i++)
+        j.in[i] = (float)((i * 7 + (size_t)rank) % 1000) / 64.0f;
+    static const char *names[] = {"none", "bf16", "fp16", "topk 1%", "onebit"};
+    if (rank == 0)
+        printf("# %d ranks, float32 sum; time: median of %d (us); sent: bytes "
+               "each rank sends; ratio: MPI time / this time\n"
+               "%10s %-8s %10s %12s %10s %7s\n",
+               n, iters, "bytes", "scheme", "time", "sent", "MPI", "ratio");
+    for (size_t bytes = 64u << 10; bytes <= max_bytes; bytes *= 4) {
+        j.count = bytes / 4;
+        double mpi = median_us(run_mpi, &j, iters);
+        size_t m = (j.count + (size_t)n - 1) / (size_t)n;
+        for (int k = 0; k < HCOMM_COMPRESS_COUNT; k++) {
+            hcomm_compress_state_t st = NULL;
+            if (k >= HCOMM_COMPRESS_TOPK)
+                hcomm_compress_state_create(j.comm, j.count, &st);
+            j.opts = (hcomm_allreduce_opts_t){(hcomm_compress_t)k, 0.01, st};
+            double t = median_us(run_ex, &j, iters);
+            hcomm_compress_state_free(&st);
+            /* what each rank puts on the wire, by the schemes' definition */
+            size_t peers = (size_t)n - 1, sent;
+            size_t kk = (size_t)(0.01 * (double)j.count + 0.999999);
+            switch (k) {
+            case HCOMM_COMPRESS_NONE: /* reduce-scatter + allgather */
+                sent = 2 * peers * m * 4;
+                break;
+            case HCOMM_COMPRESS_TOPK: /* (index, value) to every peer */
+                sent = peers * kk * 8;
+                break;
+            case HCOMM_COMPRESS_ONEBIT:
+                sent = 2 * peers * ((4 + (m + 7) / 8 + 3) / 4 * 4);
+                break;
+            default:
+                sent = 2 * peers * m * 2;
+            }
+            if (rank == 0)
+                printf("%10zu %-8s %10.1f %12zu %10.1f %7.2f\n", bytes,
+                       names[k], t, sent, mpi, mpi / t);
+        }
+    }
+    hcomm_comm_free(&j.comm);
+    hcomm_finalize();
+    MPI_Finalize();
+    return 0;
+}

@@ -1,0 +1,46 @@
+/* Compression inside AllReduce (hcomm.h, "compression"): the CPU kernels
+ * (compress_kernels.c) and the per-tensor error-feedback state. */
+#ifndef HCOMM_COMPRESS_H
+#define HCOMM_COMPRESS_H
+
+#include "hcomm.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct hcomm_compress_state {
+    hcomm_comm_t comm;
+    size_t count;
+    float *worker; /* count: what this rank's input did not send */
+    float *server; /* a chunk: what this rank's reduced chunk did not */
+    size_t chunk;  /* the server residual's length (0 until first use) */
+};
+
+/* dst[i] = src[i] as bfloat16 (bf16 != 0) or float16, nearest even. */
+void hcomm_cmp_to16(uint16_t *dst, const float *src, size_t n, int bf16);
+/* acc[i] += (float)src[i] (assign when add is 0). */
+void hcomm_cmp_from16(float *acc, const uint16_t *src, size_t n, int bf16,
+                      int add);
+
+/* The k (1 <= k <= n) indices of the values of largest magnitude, in
+ * increasing order (ties: the lower index first, so every rank and every
+ * run pick alike). */
+void hcomm_topk_select(const float *x, size_t n, size_t k, uint32_t *idx);
+
+/* Bytes of n signs, packed 8 to a byte. */
+static inline size_t hcomm_onebit_bytes(size_t n) {
+    return (n + 7) / 8;
+}
+/* Packs the signs of x (bit set: x >= 0) and returns the scale, the mean
+ * of |x| (0 for n 0): x is sent as scale * sign. */
+float hcomm_onebit_pack(const float *x, size_t n, uint8_t *bits);
+/* acc[i] += scale * sign (assign when add is 0). */
+void hcomm_onebit_unpack(float *acc, const uint8_t *bits, float scale, size_t n,
+                         int add);
+
+/* "none", "bf16", "fp16", "topk:<density>", "onebit" into *kind and
+ * *density; an error naming the value otherwise. */
+hcomm_status_t hcomm_compress_parse(const char *s, hcomm_compress_t *kind,
+                                    double *density);
+
+#endif

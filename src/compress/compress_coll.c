@@ -1,0 +1,288 @@
+/* AllReduce with compression (hcomm.h): built from the library's own
+ * AllToAll and AllGather on the same communicator, so it runs on every
+ * path they do (shared segment, plans over UCX or MPI). The count splits
+ * into one chunk per rank (the last ones padded with zeros); each rank
+ * owns the reduction of its chunk. */
+#include "compress/compress.h"
+#include "core/comm.h"
+#include "core/config.h"
+#include "core/context.h"
+#include "core/gpu.h"
+#include "core/log.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+    hcomm_comm_t comm;
+    int rank, size;
+    size_t count, chunk; /* chunk: ceil(count / size) */
+    int avg;
+} job_t;
+
+/* 16-bit values out, fp32 sums, 16-bit sums back. */
+static hcomm_status_t run_half(const job_t *j, const float *in, float *out,
+                               int bf16) {
+    size_t n = (size_t)j->size, m = j->chunk;
+    hcomm_dtype_t t = bf16 ? HCOMM_BFLOAT16 : HCOMM_FLOAT16;
+    uint16_t *send = calloc(n * m, 2), *recv = malloc(n * m * 2);
+    float *acc = malloc(m * sizeof(float));
+    hcomm_status_t st = HCOMM_ERR_NO_MEMORY;
+    if (send && recv && acc) {
+        hcomm_cmp_to16(send, in, j->count, bf16);
+        st = hcomm_alltoall(send, recv, m, t, j->comm);
+    }
+    if (st == HCOMM_SUCCESS) {
+        hcomm_cmp_from16(acc, recv, m, bf16, 0);
+        for (size_t p = 1; p < n; p++)
+            hcomm_cmp_from16(acc, recv + p * m, m, bf16, 1);
+        for (size_t i = 0; j->avg && i < m; i++)
+            acc[i] /= (float)n;
+        hcomm_cmp_to16(send, acc, m, bf16);
+        st = hcomm_allgather(send, recv, m, t, j->comm);
+    }
+    if (st == HCOMM_SUCCESS) hcomm_cmp_from16(out, recv, j->count, bf16, 0);
+    free(send);
+    free(recv);
+    free(acc);
+    return st;
+}
+
+/* x = in + residual; the k largest go out with their indices; what stays
+ * behind is the new residual. */
+static hcomm_status_t run_topk(const job_t *j, const float *in, float *out,
+                               double density, hcomm_compress_state_t state) {
+    size_t count = j->count, n = (size_t)j->size;
+    size_t k = (size_t)(density * (double)count + 0.999999);
+    if (k < 1) k = 1;
+    if (k > count) k = count;
+    float *x = malloc(count * sizeof(float));
+    uint32_t *idx = malloc(k * sizeof(uint32_t));
+    uint32_t *pairs = malloc(2 * k * sizeof(uint32_t)),
+             *all = malloc(2 * k * n * sizeof(uint32_t));
+    hcomm_status_t st = HCOMM_ERR_NO_MEMORY;
+    if (x && idx && pairs && all) {
+        for (size_t i = 0; i < count; i++)
+            x[i] = in[i] + (state ? state->worker[i] : 0.0f);
+        hcomm_topk_select(x, count, k, idx);
+        for (size_t i = 0; i < k; i++) {
+            pairs[2 * i] = idx[i];
+            memcpy(&pairs[2 * i + 1], &x[idx[i]], sizeof(float));
+        }
+        if (state) {
+            memcpy(state->worker, x, count * sizeof(float));
+            for (size_t i = 0; i < k; i++)
+                state->worker[idx[i]] = 0;
+        }
+        st = hcomm_allgather(pairs, all, 2 * k, HCOMM_UINT32, j->comm);
+    }
+    if (st == HCOMM_SUCCESS) {
+        memset(out, 0, count * sizeof(float));
+        for (size_t p = 0; p < n; p++)
+            for (size_t i = 0; i < k; i++) {
+                const uint32_t *pr = all + 2 * (p * k + i);
+                float v;
+                memcpy(&v, &pr[1], sizeof(v));
+                if (pr[0] < count) out[pr[0]] += v;
+            }
+        for (size_t i = 0; j->avg && i < count; i++)
+            out[i] /= (float)n;
+    }
+    free(x);
+    free(idx);
+    free(pairs);
+    free(all);
+    return st;
+}
+
+/* One chunk as signs and a scale: the scale's 4 bytes, then the bits. */
+static size_t onebit_record(size_t m) {
+    return (4 + hcomm_onebit_bytes(m) + 3) / 4 * 4;
+}
+
+static float onebit_compress(float *x, size_t m, uint8_t *rec, float *res) {
+    float scale = hcomm_onebit_pack(x, m, rec + 4);
+    memcpy(rec, &scale, 4);
+    if (res) { /* what the signs and the scale did not carry */
+        hcomm_onebit_unpack(res, rec + 4, scale, m, 0);
+        for (size_t i = 0; i < m; i++)
+            res[i] = x[i] - res[i];
+    }
+    return scale;
+}
+
+static void onebit_expand(float *acc, const uint8_t *rec, size_t m, int add) {
+    float scale;
+    memcpy(&scale, rec, 4);
+    hcomm_onebit_unpack(acc, rec + 4, scale, m, add);
+}
+
+/* Worker: x = in + worker residual, each chunk compressed for its owner;
+ * server: the owner's sum plus its residual, compressed for everyone. */
+static hcomm_status_t run_onebit(const job_t *j, const float *in, float *out,
+                                 hcomm_compress_state_t state) {
+    size_t n = (size_t)j->size, m = j->chunk, rb = onebit_record(m);
+    float *x = calloc(n * m, sizeof(float)), *y = malloc(m * sizeof(float));
+    float *res = state ? malloc(n * m * sizeof(float)) : NULL;
+    uint8_t *send = calloc(n, rb), *recv = malloc(n * rb);
+    hcomm_status_t st = HCOMM_ERR_NO_MEMORY;
+    if (state && !state->server && (state->server = calloc(m, sizeof(float))))
+        state->chunk = m;
+    if (x && y && send && recv && (!state || (res && state->server))) {
+        for (size_t i = 0; i < j->count; i++)
+            x[i] = in[i] + (state ? state->worker[i] : 0.0f);
+        /* padding stays 0 in x; its residual is dropped below */
+        for (size_t p = 0; p < n; p++) {
+            size_t real = p * m >= j->count      ? 0
+                          : j->count - p * m < m ? j->count - p * m
+                                                 : m;
+            onebit_compress(x + p * m, real, send + p * rb,
+                            res ? res + p * m : NULL);
+        }
+        if (state) memcpy(state->worker, res, j->count * sizeof(float));
+        st = hcomm_alltoall(send, recv, rb, HCOMM_UINT8, j->comm);
+    }
+    if (st == HCOMM_SUCCESS) {
+        size_t mine = (size_t)j->rank * m >= j->count ? 0
+                      : j->count - (size_t)j->rank * m < m
+                          ? j->count - (size_t)j->rank * m
+                          : m;
+        for (size_t p = 0; p < n; p++)
+            onebit_expand(y, recv + p * rb, mine, p > 0);
+        for (size_t i = 0; i < mine; i++) {
+            if (j->avg) y[i] /= (float)n;
+            if (state) y[i] += state->server[i];
+        }
+        onebit_compress(y, mine, send, state ? state->server : NULL);
+        st = hcomm_allgather(send, recv, rb, HCOMM_UINT8, j->comm);
+    }
+    for (size_t p = 0; st == HCOMM_SUCCESS && p < n && p * m < j->count; p++) {
+        size_t real = j->count - p * m < m ? j->count - p * m : m;
+        onebit_expand(out + p * m, recv + p * rb, real, 0);
+    }
+    free(x);
+    free(y);
+    free(res);
+    free(send);
+    free(recv);
+    return st;
+}
+
+/* The communicator default: HCOMM_COMPRESS (lossy schemes without error
+ * feedback: a default cannot know which tensor a call carries). */
+static hcomm_status_t default_opts(hcomm_allreduce_opts_t *o) {
+    memset(o, 0, sizeof(*o));
+    return hcomm_compress_parse(hcomm_cfg_str(HCOMM_CFG_COMPRESS), &o->compress,
+                                &o->density);
+}
+
+hcomm_status_t hcomm_allreduce_ex(const void *sendbuf, void *recvbuf,
+                                  size_t count, hcomm_dtype_t dtype,
+                                  hcomm_op_t op, hcomm_comm_t comm,
+                                  const hcomm_allreduce_opts_t *opts) {
+    hcomm_allreduce_opts_t o;
+    hcomm_status_t st;
+    if (!hcomm_is_initialized())
+        return hcomm_error(HCOMM_ERR_NOT_INITIALIZED,
+                           "allreduce before hcomm_init");
+    if (opts)
+        o = *opts;
+    else if ((st = default_opts(&o)) != HCOMM_SUCCESS)
+        return st;
+    if (o.compress == HCOMM_COMPRESS_NONE)
+        return hcomm_allreduce(sendbuf, recvbuf, count, dtype, op, comm);
+    hcomm_comm_impl_t *c;
+    if ((st = hcomm_comm_lookup(comm, &c)) != HCOMM_SUCCESS) return st;
+    if ((unsigned)o.compress >= HCOMM_COMPRESS_COUNT)
+        return hcomm_error(HCOMM_ERR_INVALID_ARG,
+                           "allreduce: unknown compression %d",
+                           (int)o.compress);
+    if (dtype != HCOMM_FLOAT32 || (op != HCOMM_SUM && op != HCOMM_AVG))
+        return hcomm_error(HCOMM_ERR_UNSUPPORTED,
+                           "allreduce: compression takes float32 sum and avg "
+                           "only");
+    if (o.compress == HCOMM_COMPRESS_TOPK && !(o.density > 0 && o.density <= 1))
+        return hcomm_error(HCOMM_ERR_INVALID_ARG,
+                           "allreduce: top-k density %g is not in (0, 1]",
+                           o.density);
+    if (count && (!sendbuf || !recvbuf))
+        return hcomm_error(HCOMM_ERR_INVALID_ARG, "allreduce: NULL buffer");
+    if (count > UINT32_MAX)
+        return hcomm_error(HCOMM_ERR_UNSUPPORTED,
+                           "allreduce: compression takes at most 2^32 - 1 "
+                           "elements");
+    int dev;
+    if (hcomm_gpu_memtype(sendbuf, &dev) != HCOMM_MEM_HOST ||
+        hcomm_gpu_memtype(recvbuf, &dev) != HCOMM_MEM_HOST)
+        return hcomm_error(HCOMM_ERR_UNSUPPORTED,
+                           "allreduce: compression takes host memory only");
+    hcomm_compress_state_t state = o.state;
+    int lossy = o.compress == HCOMM_COMPRESS_TOPK ||
+                o.compress == HCOMM_COMPRESS_ONEBIT;
+    if (state && lossy && (state->comm != comm || state->count != count))
+        return hcomm_error(HCOMM_ERR_INVALID_ARG,
+                           "allreduce: the compression state was made for %zu "
+                           "elements on %s communicator, not %zu here",
+                           state->count,
+                           state->comm == comm ? "this" : "another", count);
+    if (count == 0)
+        return hcomm_allreduce(sendbuf, recvbuf, 0, dtype, op, comm);
+    job_t j = {comm,
+               c->rank,
+               c->size,
+               count,
+               (count + (size_t)c->size - 1) / (size_t)c->size,
+               op == HCOMM_AVG};
+    switch (o.compress) {
+    case HCOMM_COMPRESS_BF16:
+    case HCOMM_COMPRESS_FP16:
+        return run_half(&j, sendbuf, recvbuf,
+                        o.compress == HCOMM_COMPRESS_BF16);
+    case HCOMM_COMPRESS_TOPK:
+        return run_topk(&j, sendbuf, recvbuf, o.density, state);
+    default:
+        return run_onebit(&j, sendbuf, recvbuf, state);
+    }
+}
+
+hcomm_status_t hcomm_compress_state_create(hcomm_comm_t comm, size_t count,
+                                           hcomm_compress_state_t *state) {
+    hcomm_comm_impl_t *c;
+    if (!state)
+        return hcomm_error(HCOMM_ERR_INVALID_ARG,
+                           "hcomm_compress_state_create: state is NULL");
+    *state = NULL;
+    hcomm_status_t st = hcomm_comm_lookup(comm, &c);
+    if (st != HCOMM_SUCCESS) return st;
+    hcomm_compress_state_t s = calloc(1, sizeof(*s));
+    if (s) s->worker = calloc(count ? count : 1, sizeof(float));
+    if (!s || !s->worker) {
+        free(s);
+        return hcomm_error(HCOMM_ERR_NO_MEMORY,
+                           "no memory for the residuals of %zu values", count);
+    }
+    s->comm = comm;
+    s->count = count;
+    *state = s;
+    return HCOMM_SUCCESS;
+}
+
+hcomm_status_t hcomm_compress_state_reset(hcomm_compress_state_t state) {
+    if (!state)
+        return hcomm_error(HCOMM_ERR_INVALID_ARG,
+                           "hcomm_compress_state_reset: state is NULL");
+    memset(state->worker, 0, state->count * sizeof(float));
+    if (state->server) memset(state->server, 0, state->chunk * sizeof(float));
+    return HCOMM_SUCCESS;
+}
+
+hcomm_status_t hcomm_compress_state_free(hcomm_compress_state_t *state) {
+    if (!state) return HCOMM_SUCCESS;
+    if (*state) {
+        free((*state)->worker);
+        free((*state)->server);
+        free(*state);
+        *state = NULL;
+    }
+    return HCOMM_SUCCESS;
+}

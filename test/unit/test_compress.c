@@ -1,0 +1,131 @@
+/* The compressors' CPU kernels: 16-bit conversion within half an ulp,
+ * top-k picks exactly the k largest magnitudes (lower index on ties),
+ * one-bit sends exactly the signs and the mean magnitude; the
+ * HCOMM_COMPRESS parser. */
+#include "compress/compress.h"
+#include "kernels/reduce.h"
+
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+#include <cmocka.h>
+
+static float value(size_t i) { /* signs and magnitudes all over */
+    uint32_t h = (uint32_t)i * 2654435761u;
+    return ((float)(h % 20001) - 10000.0f) / 37.0f;
+}
+
+static void test_half_round_trip(void **state) {
+    (void)state;
+    enum { N = 10007 };
+    float x[N], y[N];
+    uint16_t h[N];
+    for (int bf16 = 0; bf16 < 2; bf16++) {
+        for (size_t i = 0; i < N; i++)
+            x[i] = value(i);
+        hcomm_cmp_to16(h, x, N, bf16);
+        hcomm_cmp_from16(y, h, N, bf16, 0);
+        double ulp = bf16 ? 0x1p-8 : 0x1p-11; /* half an ulp, relative */
+        for (size_t i = 0; i < N; i++)
+            assert_true(fabs((double)y[i] - x[i]) <= ulp * fabs(x[i]));
+        hcomm_cmp_from16(y, h, N, bf16, 1); /* add: twice the value */
+        for (size_t i = 0; i < N; i++)
+            assert_true(y[i] == 2 * (bf16 ? hcomm_bf16_to_float(h[i])
+                                          : hcomm_half_to_float(h[i])));
+    }
+}
+
+static void test_topk(void **state) {
+    (void)state;
+    const size_t ns[] = {1, 2, 7, 100, 1009, 65536};
+    for (size_t t = 0; t < sizeof(ns) / sizeof(*ns); t++) {
+        size_t n = ns[t];
+        float *x = malloc(n * sizeof(float));
+        uint32_t *idx = malloc(n * sizeof(uint32_t));
+        for (size_t i = 0; i < n; i++)
+            x[i] = (i % 5 == 0) ? 3.0f : value(i); /* many ties at 3 */
+        const size_t ks[] = {1, n / 3 + 1, n};
+        for (size_t q = 0; q < 3; q++) {
+            size_t k = ks[q] > n ? n : ks[q];
+            hcomm_topk_select(x, n, k, idx);
+            /* increasing indices, and no value left out beats one kept */
+            float weakest = INFINITY;
+            size_t weakest_at = 0;
+            for (size_t i = 0; i < k; i++) {
+                if (i) assert_true(idx[i] > idx[i - 1]);
+                float m = fabsf(x[idx[i]]);
+                if (m < weakest || (m == weakest && idx[i] > weakest_at)) {
+                    weakest = m;
+                    weakest_at = idx[i];
+                }
+            }
+            size_t kept = 0;
+            for (size_t i = 0, s = 0; i < n; i++) {
+                if (s < k && idx[s] == i) {
+                    s++;
+                    kept++;
+                    continue;
+                }
+                float m = fabsf(x[i]);
+                assert_true(m < weakest || (m == weakest && i > weakest_at));
+            }
+            assert_int_equal(kept, k);
+        }
+        free(x);
+        free(idx);
+    }
+}
+
+static void test_onebit(void **state) {
+    (void)state;
+    enum { N = 1001 };
+    float x[N], y[N];
+    uint8_t bits[(N + 7) / 8];
+    double sum = 0;
+    for (size_t i = 0; i < N; i++) {
+        x[i] = value(i);
+        sum += fabs((double)x[i]);
+    }
+    float scale = hcomm_onebit_pack(x, N, bits);
+    assert_true(scale == (float)(sum / N));
+    hcomm_onebit_unpack(y, bits, scale, N, 0);
+    for (size_t i = 0; i < N; i++)
+        assert_true(y[i] == (x[i] >= 0 ? scale : -scale));
+    hcomm_onebit_unpack(y, bits, scale, N, 1);
+    for (size_t i = 0; i < N; i++)
+        assert_true(y[i] == (x[i] >= 0 ? 2 * scale : -2 * scale));
+    assert_true(hcomm_onebit_pack(x, 0, bits) == 0.0f);
+}
+
+static void test_parse(void **state) {
+    (void)state;
+    hcomm_compress_t k;
+    double d;
+    assert_int_equal(hcomm_compress_parse("none", &k, &d), HCOMM_SUCCESS);
+    assert_int_equal(k, HCOMM_COMPRESS_NONE);
+    assert_int_equal(hcomm_compress_parse("bf16", &k, &d), HCOMM_SUCCESS);
+    assert_int_equal(k, HCOMM_COMPRESS_BF16);
+    assert_int_equal(hcomm_compress_parse("fp16", &k, &d), HCOMM_SUCCESS);
+    assert_int_equal(k, HCOMM_COMPRESS_FP16);
+    assert_int_equal(hcomm_compress_parse("onebit", &k, &d), HCOMM_SUCCESS);
+    assert_int_equal(k, HCOMM_COMPRESS_ONEBIT);
+    assert_int_equal(hcomm_compress_parse("topk:0.01", &k, &d), HCOMM_SUCCESS);
+    assert_int_equal(k, HCOMM_COMPRESS_TOPK);
+    assert_true(d == 0.01);
+    const char *bad[] = {"topk",      "topk:", "topk:0", "topk:1.5", "topk:x",
+                         "topk:0.1x", "bf32",  "auto",   "NONE"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++)
+        assert_int_equal(hcomm_compress_parse(bad[i], &k, &d),
+                         HCOMM_ERR_INVALID_ARG);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_half_round_trip), cmocka_unit_test(test_topk),
+        cmocka_unit_test(test_onebit), cmocka_unit_test(test_parse)};
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
