@@ -59,6 +59,7 @@ typedef enum {
     HCOMM_GPU_STREAM_KERNEL = 0,
     HCOMM_GPU_STREAM_D2H,
     HCOMM_GPU_STREAM_H2D,
+    HCOMM_GPU_STREAM_IPC, /* the CUDA IPC kernels of blocking calls */
     HCOMM_GPU_NSTREAMS
 } hcomm_gpu_stream_id_t;
 void *hcomm_gpu_ctx_stream(hcomm_gpu_ctx_t *ctx, hcomm_gpu_stream_id_t id);

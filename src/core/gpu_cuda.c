@@ -69,11 +69,11 @@ hcomm_status_t hcomm_gpu_ctx_create(int device, hcomm_gpu_ctx_t **out) {
         return HCOMM_ERR_INTERNAL;
     }
     for (int i = 0; i < HCOMM_GPU_NSTREAMS; i++) {
-        /* The kernel stream follows the legacy default stream: a blocking
+        /* The IPC stream follows the legacy default stream: a blocking
          * call's input written by cudaMemcpy from pageable memory may still
          * be in flight there when cudaMemcpy returns. */
         cudaError_t e = cudaStreamCreateWithFlags(&ctx->streams[i],
-                                                  i == HCOMM_GPU_STREAM_KERNEL
+                                                  i == HCOMM_GPU_STREAM_IPC
                                                       ? cudaStreamDefault
                                                       : cudaStreamNonBlocking);
         if (e != cudaSuccess) {

@@ -40,7 +40,7 @@ static int make_own(hcomm_ipc_t *ipc, int rank, ipc_card_t *card) {
     size_t bytes = HCOMM_IPC_FLAG_BYTES + 2 * ipc->area_bytes;
     /* On the communicator's stream: the caller's streams may hold work
      * that waits for this very call (a device-wide sync would wait too). */
-    cudaStream_t own = hcomm_gpu_ctx_stream(ipc->ctx, HCOMM_GPU_STREAM_KERNEL);
+    cudaStream_t own = hcomm_gpu_ctx_stream(ipc->ctx, HCOMM_GPU_STREAM_IPC);
     cudaError_t e = cudaMalloc((void **)&ipc->ws[rank], bytes);
     if (e == cudaSuccess)
         e = cudaMemsetAsync(ipc->ws[rank], 0, HCOMM_IPC_FLAG_BYTES, own);
@@ -138,7 +138,7 @@ void hcomm_ipc_free(hcomm_comm_impl_t *c) {
     if (c->broken) *ipc->abort_host = 1;
     int prev = hcomm_gpu_use_device(hcomm_gpu_ctx_device(ipc->ctx));
     cudaStreamSynchronize(
-        (cudaStream_t)hcomm_gpu_ctx_stream(ipc->ctx, HCOMM_GPU_STREAM_KERNEL));
+        (cudaStream_t)hcomm_gpu_ctx_stream(ipc->ctx, HCOMM_GPU_STREAM_IPC));
     if (ipc->last) {
         cudaEventSynchronize((cudaEvent_t)ipc->last);
         hcomm_gpu_event_put(ipc->ctx, ipc->last);

@@ -91,7 +91,7 @@ hcomm_status_t hcomm_ipc_failure(hcomm_comm_impl_t *c, const char *what) {
  * kernel wherever that one went. */
 static hcomm_status_t launch(hcomm_ipc_op_t *op) {
     hcomm_ipc_t *ipc = op->comm->ipc;
-    void *own = hcomm_gpu_ctx_stream(ipc->ctx, HCOMM_GPU_STREAM_KERNEL);
+    void *own = hcomm_gpu_ctx_stream(ipc->ctx, HCOMM_GPU_STREAM_IPC);
     void *stream = op->user_stream ? op->user_stream : own;
     void *before = ipc->last;
     hcomm_status_t st = HCOMM_SUCCESS;
