@@ -42,6 +42,12 @@ typedef enum {
     HCMPI_REDUCE_SCATTER_BLOCK,
     HCMPI_ALLTOALL,
     HCMPI_BARRIER,
+    HCMPI_ALLGATHERV,
+    HCMPI_IALLGATHERV,
+    HCMPI_ALLTOALLV,
+    HCMPI_IALLTOALLV,
+    HCMPI_REDUCE_SCATTER,
+    HCMPI_IREDUCE_SCATTER,
     HCMPI_NCOLL
 } hcmpi_coll_t;
 
@@ -305,6 +311,23 @@ int hcmpi_try_alltoall(const void *sendbuf, int sendcount,
                        MPI_Datatype recvtype, MPI_Comm comm, int *rc);
 int hcmpi_try_barrier(MPI_Comm comm, int *rc);
 
+/* --- interpose_vmove.c: the variable-count calls; request NULL for the
+ * blocking form. */
+int hcmpi_try_allgatherv(const void *sendbuf, int sendcount,
+                         MPI_Datatype sendtype, void *recvbuf,
+                         const int *recvcounts, const int *displs,
+                         MPI_Datatype recvtype, MPI_Comm comm,
+                         MPI_Request *request, int *rc);
+int hcmpi_try_alltoallv(const void *sendbuf, const int *sendcounts,
+                        const int *sdispls, MPI_Datatype sendtype,
+                        void *recvbuf, const int *recvcounts,
+                        const int *rdispls, MPI_Datatype recvtype,
+                        MPI_Comm comm, MPI_Request *request, int *rc);
+int hcmpi_try_reduce_scatter(const void *sendbuf, void *recvbuf,
+                             const int *recvcounts, MPI_Datatype dtype,
+                             MPI_Op op, MPI_Comm comm, MPI_Request *request,
+                             int *rc);
+
 /* --- interpose_ireq.c ------------------------------------------------- */
 
 /* Whether this MPI lets us progress generalized requests (decided once at
@@ -315,5 +338,11 @@ void hcmpi_ireq_finalize(void);
 /* Wraps a running HCOMM request into an MPI request that MPI_Wait/Test
  * complete. */
 int hcmpi_ireq_wrap(hcomm_request_t hreq, MPI_Comm comm, MPI_Request *out);
+/* The same for coll, running then(arg, status) once HCOMM has finished the
+ * call and before MPI learns that it completed (unpacking, freeing
+ * scratch); then returns an MPI error code. */
+int hcmpi_ireq_wrap_then(hcomm_request_t hreq, MPI_Comm comm, MPI_Request *out,
+                         hcmpi_coll_t coll, int (*then)(void *, hcomm_status_t),
+                         void *arg);
 
 #endif

@@ -21,6 +21,9 @@ typedef struct ireq {
     hcomm_request_t hreq;
     MPI_Request mpi;
     hcomm_status_t status;
+    hcmpi_coll_t coll;
+    int (*then)(void *, hcomm_status_t); /* once HCOMM has finished */
+    void *arg;
     int refs; /* the pending list's and MPI's (until free_fn) */
     struct ireq *next;
 } ireq_t;
@@ -62,12 +65,13 @@ static int cancel_fn(void *state, int complete) {
 #if defined(OPEN_MPI)
 /* Completes r in MPI once HCOMM has finished it. */
 static void complete(ireq_t *r) {
+    if (r->then && r->then(r->arg, r->status) != MPI_SUCCESS &&
+        r->status == HCOMM_SUCCESS)
+        r->status = HCOMM_ERR_INTERNAL; /* unpacking failed */
     if (r->status != HCOMM_SUCCESS)
-        fprintf(stderr,
-                "[hcomm_mpi rank %d] MPI_Iallreduce failed in "
-                "HCOMM: %s: %s\n",
-                hcmpi.world_rank, hcomm_strerror(r->status),
-                hcomm_last_error());
+        fprintf(stderr, "[hcomm_mpi rank %d] %s failed in HCOMM: %s: %s\n",
+                hcmpi.world_rank, hcmpi_coll_name(r->coll),
+                hcomm_strerror(r->status), hcomm_last_error());
     PMPI_Grequest_complete(r->mpi);
     unref(r);
 }
@@ -140,10 +144,19 @@ int hcmpi_ireq_available(void) {
 }
 
 int hcmpi_ireq_wrap(hcomm_request_t hreq, MPI_Comm comm, MPI_Request *out) {
+    return hcmpi_ireq_wrap_then(hreq, comm, out, HCMPI_IALLREDUCE, NULL, NULL);
+}
+
+int hcmpi_ireq_wrap_then(hcomm_request_t hreq, MPI_Comm comm, MPI_Request *out,
+                         hcmpi_coll_t coll, int (*then)(void *, hcomm_status_t),
+                         void *arg) {
     ireq_t *r = calloc(1, sizeof(*r));
     int rc = MPI_ERR_NO_MEM;
     if (r) {
         r->hreq = hreq;
+        r->coll = coll;
+        r->then = then;
+        r->arg = arg;
         r->refs = 2;
         hcmpi_depth++;
         rc = PMPI_Grequest_start(query_fn, free_fn, cancel_fn, r, out);
@@ -152,11 +165,11 @@ int hcmpi_ireq_wrap(hcomm_request_t hreq, MPI_Comm comm, MPI_Request *out) {
     if (rc != MPI_SUCCESS) {
         /* No MPI request to hand back: finish here, report, and fail. */
         hcmpi_depth++;
-        hcomm_wait(&hreq);
+        hcomm_status_t st = hcomm_wait(&hreq);
         hcmpi_depth--;
         free(r);
-        return hcmpi_report_failure(HCMPI_IALLREDUCE, comm,
-                                    HCOMM_ERR_NO_MEMORY);
+        if (then) then(arg, st);
+        return hcmpi_report_failure(coll, comm, HCOMM_ERR_NO_MEMORY);
     }
     r->mpi = *out;
     pthread_mutex_lock(&lock);
