@@ -48,6 +48,10 @@ typedef enum {
     HCMPI_IALLTOALLV,
     HCMPI_REDUCE_SCATTER,
     HCMPI_IREDUCE_SCATTER,
+    HCMPI_GATHER,
+    HCMPI_IGATHER,
+    HCMPI_SCATTER,
+    HCMPI_ISCATTER,
     HCMPI_NCOLL
 } hcmpi_coll_t;
 
@@ -310,6 +314,14 @@ int hcmpi_try_alltoall(const void *sendbuf, int sendcount,
                        MPI_Datatype sendtype, void *recvbuf, int recvcount,
                        MPI_Datatype recvtype, MPI_Comm comm, int *rc);
 int hcmpi_try_barrier(MPI_Comm comm, int *rc);
+
+/* --- interpose_gather.c: request NULL for the blocking form. */
+int hcmpi_try_gather(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+                     void *recvbuf, int recvcount, MPI_Datatype recvtype,
+                     int root, MPI_Comm comm, MPI_Request *request, int *rc);
+int hcmpi_try_scatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+                      void *recvbuf, int recvcount, MPI_Datatype recvtype,
+                      int root, MPI_Comm comm, MPI_Request *request, int *rc);
 
 /* --- interpose_vmove.c: the variable-count calls; request NULL for the
  * blocking form. */
