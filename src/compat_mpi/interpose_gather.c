@@ -15,24 +15,6 @@
 #define ENTER() hcmpi_depth++
 #define LEAVE() hcmpi_depth--
 
-/* What finishes a call once HCOMM has: an unpack from scratch, and the
- * scratch to free. */
-typedef struct {
-    hcmpi_layout_t unpack; /* valid when from != NULL */
-    char *from;
-    char *scratch[2];
-} gdone_t;
-
-static int gdone_run(void *arg, hcomm_status_t st) {
-    gdone_t *d = arg;
-    int err = MPI_SUCCESS;
-    if (st == HCOMM_SUCCESS && d->from) err = hcmpi_unpack(&d->unpack, d->from);
-    hcmpi_scratch_put(d->scratch[0]);
-    hcmpi_scratch_put(d->scratch[1]);
-    free(d);
-    return err;
-}
-
 static int failed(hcmpi_coll_t k, MPI_Comm comm, int err, int *rc) {
     *rc = hcmpi_report_local(k, comm, err,
                              err == MPI_ERR_NO_MEM ? "no memory for scratch"
@@ -40,25 +22,10 @@ static int failed(hcmpi_coll_t k, MPI_Comm comm, int err, int *rc) {
     return 1;
 }
 
-/* Waits (request NULL) or hands the call to MPI as a generalized request
- * that runs d when HCOMM is done. */
-static int complete(hcmpi_coll_t k, MPI_Comm comm, hcomm_status_t st,
-                    hcomm_request_t hreq, gdone_t *d, MPI_Request *request,
-                    int *rc) {
-    if (st == HCOMM_SUCCESS && request) {
-        hcmpi_count_taken(k);
-        *rc = hcmpi_ireq_wrap_then(hreq, comm, request, k, gdone_run, d);
-        return 1;
-    }
-    int err = gdone_run(d, st); /* the blocking form waited already */
-    if (st == HCOMM_SUCCESS && err) return failed(k, comm, err, rc);
-    return hcmpi_finish(k, comm, st, rc);
-}
-
 /* The decision, from the agreed block bytes; 1 with *c set and d
  * allocated, else the fallback is counted. */
 static int take(hcmpi_coll_t k, size_t block, int root, MPI_Comm comm,
-                MPI_Request *request, hcmpi_comm_t **c, gdone_t **d) {
+                MPI_Request *request, hcmpi_comm_t **c, hcmpi_done_t **d) {
     hcmpi_why_t why;
     if (request && !hcmpi_ireq_available())
         return hcmpi_fallback(k, HCMPI_WHY_NO_PROGRESS);
@@ -69,14 +36,13 @@ static int take(hcmpi_coll_t k, size_t block, int root, MPI_Comm comm,
         return hcmpi_fallback(k, HCMPI_WHY_ARGS);
     if (!hcmpi_in_window(k, (size_t)(*c)->size * block))
         return hcmpi_fallback(k, HCMPI_WHY_SIZE);
-    if (!(*d = calloc(1, sizeof(**d))))
-        return hcmpi_fallback(k, HCMPI_WHY_ARGS);
+    if (!(*d = hcmpi_done_new())) return hcmpi_fallback(k, HCMPI_WHY_ARGS);
     return 1;
 }
 
 /* The bytes of count elements of dtype at buf, contiguous (*data) or
  * packed into new scratch; an MPI error code. */
-static int bytes_of(const hcmpi_layout_t *l, gdone_t *d, int slot,
+static int bytes_of(const hcmpi_layout_t *l, hcmpi_done_t *d, int slot,
                     const char **data) {
     if (l->contiguous) {
         *data = l->data;
@@ -93,7 +59,7 @@ int hcmpi_try_gather(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
     const hcmpi_coll_t k = request ? HCMPI_IGATHER : HCMPI_GATHER;
     hcmpi_layout_t s, r;
     hcmpi_comm_t *c;
-    gdone_t *d;
+    hcmpi_done_t *d;
     int in_place = sendbuf == MPI_IN_PLACE, me;
     if (!hcmpi_wants(k)) return hcmpi_fallback(k, hcmpi_why_not());
     if (PMPI_Comm_rank(comm, &me) != MPI_SUCCESS)
@@ -145,7 +111,7 @@ int hcmpi_try_gather(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
         err = bytes_of(&s, d, 1, &src);
     }
     if (err) {
-        gdone_run(d, HCOMM_ERR_INTERNAL);
+        hcmpi_done_run(d, HCOMM_ERR_INTERNAL);
         return failed(k, comm, err, rc);
     }
     hcomm_request_t hreq = HCOMM_REQUEST_NULL;
@@ -153,7 +119,7 @@ int hcmpi_try_gather(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
     hcomm_status_t st = hcomm_igather(src, all, n, t, root, c->comm, &hreq);
     if (st == HCOMM_SUCCESS && !request) st = hcomm_wait(&hreq);
     LEAVE();
-    return complete(k, comm, st, hreq, d, request, rc);
+    return hcmpi_complete(k, comm, st, hreq, d, request, rc);
 }
 
 int hcmpi_try_scatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
@@ -162,7 +128,7 @@ int hcmpi_try_scatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
     const hcmpi_coll_t k = request ? HCMPI_ISCATTER : HCMPI_SCATTER;
     hcmpi_layout_t s, r;
     hcmpi_comm_t *c;
-    gdone_t *d;
+    hcmpi_done_t *d;
     int in_place = recvbuf == MPI_IN_PLACE, me;
     if (!hcmpi_wants(k)) return hcmpi_fallback(k, hcmpi_why_not());
     if (PMPI_Comm_rank(comm, &me) != MPI_SUCCESS)
@@ -213,7 +179,7 @@ int hcmpi_try_scatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
         d->from = dst;
     }
     if (err) {
-        gdone_run(d, HCOMM_ERR_INTERNAL);
+        hcmpi_done_run(d, HCOMM_ERR_INTERNAL);
         return failed(k, comm, err, rc);
     }
     /* the root's own block, when it goes elsewhere, is copied after: a
@@ -223,7 +189,7 @@ int hcmpi_try_scatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
     hcomm_status_t st = hcomm_iscatter(all, dst, n, t, root, c->comm, &hreq);
     if (st == HCOMM_SUCCESS && !request) st = hcomm_wait(&hreq);
     LEAVE();
-    return complete(k, comm, st, hreq, d, request, rc);
+    return hcmpi_complete(k, comm, st, hreq, d, request, rc);
 }
 
 /* --- the exported C entry points ----------------------------------------- */

@@ -16,6 +16,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 typedef struct ireq {
     hcomm_request_t hreq;
@@ -178,4 +179,39 @@ int hcmpi_ireq_wrap_then(hcomm_request_t hreq, MPI_Comm comm, MPI_Request *out,
     atomic_fetch_add(&npending, 1);
     pthread_mutex_unlock(&lock);
     return MPI_SUCCESS;
+}
+
+hcmpi_done_t *hcmpi_done_new(void) {
+    hcmpi_done_t *d = calloc(1, sizeof(hcmpi_done_t));
+    if (d) d->on_heap = 1;
+    return d;
+}
+
+int hcmpi_done_run(void *arg, hcomm_status_t st) {
+    hcmpi_done_t *d = arg;
+    int err = MPI_SUCCESS;
+    if (st == HCOMM_SUCCESS && d->from) err = hcmpi_unpack(&d->unpack, d->from);
+    if (st == HCOMM_SUCCESS && d->move_bytes && d->move_from != d->move_to)
+        memmove(d->move_to, d->move_from, d->move_bytes);
+    hcmpi_scratch_put(d->scratch[0]);
+    hcmpi_scratch_put(d->scratch[1]);
+    if (d->on_heap) free(d);
+    return err;
+}
+
+int hcmpi_complete(hcmpi_coll_t coll, MPI_Comm comm, hcomm_status_t st,
+                   hcomm_request_t hreq, hcmpi_done_t *d, MPI_Request *request,
+                   int *rc) {
+    if (st == HCOMM_SUCCESS && request) {
+        hcmpi_count_taken(coll);
+        *rc =
+            hcmpi_ireq_wrap_then(hreq, comm, request, coll, hcmpi_done_run, d);
+        return 1;
+    }
+    int err = hcmpi_done_run(d, st);
+    if (st == HCOMM_SUCCESS && err) {
+        *rc = hcmpi_report_local(coll, comm, err, "unpacking failed");
+        return 1;
+    }
+    return hcmpi_finish(coll, comm, st, rc);
 }
