@@ -121,7 +121,7 @@ hcomm_shm_algo_t hcomm_shm_select(const hcomm_shm_t *shm, hcomm_coll_t coll,
 typedef struct {
     hcomm_shm_t *shm;
     hcomm_shm_algo_t algo;
-    hcomm_coll_t coll; /* allreduce, reduce_scatter, allgather, bcast */
+    hcomm_coll_t coll; /* any but send, recv and the v-forms */
     const char *sendbuf;
     char *recvbuf;
     size_t count, esize; /* count: elements (per rank for allgather) */

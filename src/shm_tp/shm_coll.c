@@ -75,6 +75,13 @@ static hcomm_status_t cma_copy(const hcomm_shm_op_t *op, int peer, void *local,
     return HCOMM_SUCCESS;
 }
 
+/* Whether a rank's slot holds a piece of every rank's block: the send
+ * buffer has a block for every rank. */
+static int per_block(hcomm_coll_t coll) {
+    return coll == HCOMM_COLL_REDUCE_SCATTER || coll == HCOMM_COLL_ALLTOALL ||
+           coll == HCOMM_COLL_SCATTER;
+}
+
 hcomm_status_t hcomm_shm_op_start(hcomm_shm_op_t *op, hcomm_shm_t *shm,
                                   hcomm_shm_algo_t algo, hcomm_coll_t coll,
                                   const void *sendbuf, void *recvbuf,
@@ -89,7 +96,8 @@ hcomm_status_t hcomm_shm_op_start(hcomm_shm_op_t *op, hcomm_shm_t *shm,
     op->count = count;
     op->esize = hcomm_dtype_size(dtype);
     op->root = root;
-    if (coll == HCOMM_COLL_ALLREDUCE || coll == HCOMM_COLL_REDUCE_SCATTER) {
+    if (coll == HCOMM_COLL_ALLREDUCE || coll == HCOMM_COLL_REDUCE_SCATTER ||
+        coll == HCOMM_COLL_REDUCE) {
         op->reduce = hcomm_kernel_reduce(dtype, rop);
         op->scale = rop == HCOMM_AVG ? hcomm_kernel_scale(dtype) : NULL;
         if (!op->reduce)
@@ -109,9 +117,8 @@ hcomm_status_t hcomm_shm_op_start(hcomm_shm_op_t *op, hcomm_shm_t *shm,
             !shm->bounce && !(shm->bounce = malloc(BOUNCE_BYTES)))
             return hcomm_error(HCOMM_ERR_NO_MEMORY, "no memory for shm bounce");
     } else {
-        /* reduce_scatter: a round holds a piece of every rank's block */
-        size_t pieces =
-            coll == HCOMM_COLL_REDUCE_SCATTER ? (size_t)shm->size : 1;
+        /* a round holds a piece of every rank's block */
+        size_t pieces = per_block(coll) ? (size_t)shm->size : 1;
         op->chunk = shm->slot_bytes / esize / pieces;
         op->rounds = (count + op->chunk - 1) / op->chunk;
     }
@@ -201,8 +208,23 @@ static size_t round_count(const hcomm_shm_op_t *op) {
 /* Bytes each rank puts in its slot (or ring entry) for the round. */
 static size_t round_in_bytes(const hcomm_shm_op_t *op) {
     size_t n = round_count(op) * op->esize;
-    return op->coll == HCOMM_COLL_REDUCE_SCATTER ? n * (size_t)op->shm->size
-                                                 : n;
+    return per_block(op->coll) ? n * (size_t)op->shm->size : n;
+}
+
+/* Whether this rank's block is read by a peer: not a broadcast's or a
+ * scatter's receivers (they have none), nor a gather's root (it copies its
+ * own block itself). */
+static int publishes_block(const hcomm_shm_op_t *op) {
+    int root = op->shm->rank == op->root;
+    switch (op->coll) {
+    case HCOMM_COLL_BCAST:
+    case HCOMM_COLL_SCATTER:
+        return root;
+    case HCOMM_COLL_GATHER:
+        return !root;
+    default:
+        return 1;
+    }
 }
 
 /* Puts this rank's part of the round where peers will find it. */
@@ -221,13 +243,14 @@ static void publish_input(hcomm_shm_op_t *op) {
                        &info->send_reg[p]);
         publish_buffer(shm, op->recvbuf, rn, &info->recv_addr[p],
                        &info->recv_reg[p]);
-    } else if (op->coll == HCOMM_COLL_REDUCE_SCATTER) {
+    } else if (per_block(op->coll) &&
+               (op->coll != HCOMM_COLL_SCATTER || shm->rank == op->root)) {
         /* this round's piece of every block, one after the other */
         char *in = hcomm_shm_in(shm, shm->rank, op->seq, round_in_bytes(op));
         for (int b = 0; b < shm->size; b++)
             memcpy(in + (size_t)b * n,
                    op->sendbuf + (size_t)b * op->count * op->esize + off, n);
-    } else if (op->coll != HCOMM_COLL_BCAST || shm->rank == op->root) {
+    } else if (!per_block(op->coll) && publishes_block(op)) {
         memcpy(hcomm_shm_in(shm, shm->rank, op->seq, n), op->sendbuf + off, n);
     }
     /* Last, right before the counter: peers spin on that line, and a
@@ -385,6 +408,38 @@ static hcomm_status_t allgather_copy(hcomm_shm_op_t *op) {
     return HCOMM_SUCCESS;
 }
 
+/* Gather at the root: every rank's piece of the round into its block;
+ * scatter: this rank's piece from the root's slot; alltoall: this rank's
+ * piece from every rank's slot. Own pieces come from the send buffer (in
+ * place, they are there already). */
+static void rooted_or_a2a_copy(hcomm_shm_op_t *op) {
+    hcomm_shm_t *shm = op->shm;
+    int me = shm->rank;
+    size_t block = op->count * op->esize;
+    size_t off = round_offset(op) * op->esize, n = round_count(op) * op->esize;
+    size_t in = round_in_bytes(op);
+    if (op->coll == HCOMM_COLL_SCATTER) {
+        const char *src =
+            me == op->root
+                ? op->sendbuf + (size_t)me * block + off
+                : hcomm_shm_in(shm, op->root, op->seq, in) + (size_t)me * n;
+        if (op->recvbuf + off != src) memcpy(op->recvbuf + off, src, n);
+        return;
+    }
+    for (int k = 0; k < shm->size; k++) {
+        int r = rotated(shm, k);
+        char *dst = op->recvbuf + (size_t)r * block + off;
+        const char *src;
+        if (op->coll == HCOMM_COLL_GATHER)
+            src =
+                r == me ? op->sendbuf + off : hcomm_shm_in(shm, r, op->seq, in);
+        else /* alltoall */
+            src = r == me ? op->sendbuf + (size_t)me * block + off
+                          : hcomm_shm_in(shm, r, op->seq, in) + (size_t)me * n;
+        if (dst != src) memcpy(dst, src, n);
+    }
+}
+
 /* Broadcast: the receivers' part of the round. Direct-read (two ranks):
  * the receiver would copy the whole message while the root idles, so the
  * root writes the last half into the receiver while the receiver reads the
@@ -429,6 +484,16 @@ static int after_arrive(hcomm_shm_op_t *op, hcomm_status_t *st) {
     case HCOMM_COLL_ALLGATHER:
         *st = allgather_copy(op);
         return -1;
+    case HCOMM_COLL_REDUCE: /* one-shot, at the root only */
+        if (is_root) oneshot_reduce(op);
+        return -1;
+    case HCOMM_COLL_GATHER:
+        if (is_root) rooted_or_a2a_copy(op);
+        return -1;
+    case HCOMM_COLL_SCATTER:
+    case HCOMM_COLL_ALLTOALL:
+        rooted_or_a2a_copy(op);
+        return -1;
     default: /* broadcast */
         if (op->algo == HCOMM_SHM_CMA) {
             /* reduced: the root's writes are over */
@@ -450,8 +515,13 @@ static int inputs_arrived(hcomm_shm_op_t *op) {
         /* a direct-read root writes into the receivers' buffers */
         return op->algo != HCOMM_SHM_CMA ||
                all_reached(op, SHM_ARRIVE, op->seq);
-    if (op->coll == HCOMM_COLL_BCAST)
-        return reached(op, op->root, SHM_ARRIVE, op->seq);
+    if (op->coll == HCOMM_COLL_BCAST || op->coll == HCOMM_COLL_SCATTER)
+        return op->shm->rank == op->root ||
+               reached(op, op->root, SHM_ARRIVE, op->seq);
+    /* gather, reduce: only the root reads */
+    if (op->coll == HCOMM_COLL_GATHER || op->coll == HCOMM_COLL_REDUCE)
+        return op->shm->rank != op->root ||
+               all_reached(op, SHM_ARRIVE, op->seq);
     return all_reached(op, SHM_ARRIVE, op->seq);
 }
 
@@ -579,6 +649,11 @@ void hcomm_shm_op_describe(const hcomm_shm_op_t *op, char *out, size_t len) {
 #define CMA_MIN_ALLREDUCE (128u << 10) /* per rank */
 #define CMA_MIN_BLOCK_2 (32u << 10)    /* allgather block, broadcast, 2 ranks */
 #define CMA_MIN_BLOCK (64u << 10)      /* allgather block, more ranks */
+/* Reduce, gather, scatter and alltoall through the slots (two copies of
+ * each byte) below these sizes (reduce: the buffer; the others: all
+ * blocks); above, the plans, whose transports copy large messages once. */
+#define SLOTS_MAX_REDUCE (256u << 10)
+#define SLOTS_MAX_MOVE (256u << 10)
 
 hcomm_shm_algo_t hcomm_shm_select(const hcomm_shm_t *shm, hcomm_coll_t coll,
                                   size_t bytes) {
@@ -603,6 +678,15 @@ hcomm_shm_algo_t hcomm_shm_select(const hcomm_shm_t *shm, hcomm_coll_t coll,
         return shm->cma && peers == 1 && bytes >= CMA_MIN_BLOCK_2
                    ? HCOMM_SHM_CMA
                    : HCOMM_SHM_ONESHOT;
+    case HCOMM_COLL_BARRIER:
+        return HCOMM_SHM_ONESHOT;
+    case HCOMM_COLL_REDUCE: /* bytes: the whole buffer */
+        return bytes <= SLOTS_MAX_REDUCE ? HCOMM_SHM_ONESHOT : HCOMM_SHM_NONE;
+    case HCOMM_COLL_GATHER: /* bytes: one block */
+    case HCOMM_COLL_SCATTER:
+    case HCOMM_COLL_ALLTOALL:
+        return bytes * (size_t)shm->size <= SLOTS_MAX_MOVE ? HCOMM_SHM_ONESHOT
+                                                           : HCOMM_SHM_NONE;
     default:
         return HCOMM_SHM_NONE;
     }
