@@ -133,6 +133,7 @@ typedef struct {
     size_t rounds, round, chunk; /* chunk: elements per round */
     int phase;
     int waiting_for; /* the peer last waited on, for timeout messages */
+    char *own_copy;  /* in-place alltoall by direct reads: what peers read */
 } hcomm_shm_op_t;
 
 /* Starts a call (it runs once its turn on the communicator comes). op is

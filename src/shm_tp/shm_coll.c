@@ -112,8 +112,19 @@ hcomm_status_t hcomm_shm_op_start(hcomm_shm_op_t *op, hcomm_shm_t *shm,
     if (algo == HCOMM_SHM_CMA) {
         op->chunk = count;
         op->rounds = count ? 1 : 0;
+        /* In place, peers would read blocks this rank overwrites: they read
+         * a copy. */
+        if (coll == HCOMM_COLL_ALLTOALL && sendbuf == recvbuf && count) {
+            size_t all = count * op->esize * (size_t)shm->size;
+            if (!(op->own_copy = malloc(all)))
+                return hcomm_error(HCOMM_ERR_NO_MEMORY,
+                                   "no memory for an in-place alltoall");
+            memcpy(op->own_copy, sendbuf, all);
+            op->sendbuf = op->own_copy;
+        }
         /* Calls on a communicator run one at a time: they share one. */
-        if (coll != HCOMM_COLL_ALLGATHER && coll != HCOMM_COLL_BCAST &&
+        if ((coll == HCOMM_COLL_ALLREDUCE ||
+             coll == HCOMM_COLL_REDUCE_SCATTER) &&
             !shm->bounce && !(shm->bounce = malloc(BOUNCE_BYTES)))
             return hcomm_error(HCOMM_ERR_NO_MEMORY, "no memory for shm bounce");
     } else {
@@ -237,8 +248,10 @@ static void publish_input(hcomm_shm_op_t *op) {
     } else if (op->algo == HCOMM_SHM_CMA) {
         hcomm_shm_info_t *info = hcomm_shm_info(shm, shm->rank);
         size_t rn = op->count * op->esize, sn = rn;
-        if (op->coll == HCOMM_COLL_ALLGATHER) rn *= (size_t)shm->size;
-        if (op->coll == HCOMM_COLL_REDUCE_SCATTER) sn *= (size_t)shm->size;
+        if (op->coll == HCOMM_COLL_ALLGATHER || op->coll == HCOMM_COLL_GATHER ||
+            op->coll == HCOMM_COLL_ALLTOALL)
+            rn *= (size_t)shm->size;
+        if (per_block(op->coll)) sn *= (size_t)shm->size;
         publish_buffer(shm, op->sendbuf, sn, &info->send_addr[p],
                        &info->send_reg[p]);
         publish_buffer(shm, op->recvbuf, rn, &info->recv_addr[p],
@@ -440,6 +453,37 @@ static void rooted_or_a2a_copy(hcomm_shm_op_t *op) {
     }
 }
 
+/* Direct reads: a gather's root reads every block, a scatter's receiver
+ * its block of the root's send buffer, an alltoall rank its block of every
+ * peer's (in place, of the copy each keeps, op->own_copy). */
+static hcomm_status_t rooted_or_a2a_cma(hcomm_shm_op_t *op) {
+    hcomm_shm_t *shm = op->shm;
+    int me = shm->rank;
+    size_t block = op->count * op->esize;
+    if (op->coll == HCOMM_COLL_SCATTER) {
+        if (me != op->root)
+            return peer_copy(op, op->root, 0, (size_t)me * block, op->recvbuf,
+                             block);
+        const char *own = op->sendbuf + (size_t)me * block;
+        if (op->recvbuf != own) memcpy(op->recvbuf, own, block);
+        return HCOMM_SUCCESS;
+    }
+    if (op->coll == HCOMM_COLL_GATHER && me != op->root) return HCOMM_SUCCESS;
+    for (int k = 0; k < shm->size; k++) {
+        int r = rotated(shm, k);
+        char *dst = op->recvbuf + (size_t)r * block;
+        size_t off = op->coll == HCOMM_COLL_GATHER ? 0 : (size_t)me * block;
+        if (r == me) {
+            const char *src = (op->own_copy ? op->own_copy : op->sendbuf) + off;
+            if (dst != src) memcpy(dst, src, block);
+            continue;
+        }
+        hcomm_status_t st = peer_copy(op, r, 0, off, dst, block);
+        if (st != HCOMM_SUCCESS) return st;
+    }
+    return HCOMM_SUCCESS;
+}
+
 /* Broadcast: the receivers' part of the round. Direct-read (two ranks):
  * the receiver would copy the whole message while the root idles, so the
  * root writes the last half into the receiver while the receiver reads the
@@ -488,11 +532,12 @@ static int after_arrive(hcomm_shm_op_t *op, hcomm_status_t *st) {
         if (is_root) oneshot_reduce(op);
         return -1;
     case HCOMM_COLL_GATHER:
-        if (is_root) rooted_or_a2a_copy(op);
-        return -1;
     case HCOMM_COLL_SCATTER:
     case HCOMM_COLL_ALLTOALL:
-        rooted_or_a2a_copy(op);
+        if (op->algo == HCOMM_SHM_CMA)
+            *st = rooted_or_a2a_cma(op);
+        else if (op->coll != HCOMM_COLL_GATHER || is_root)
+            rooted_or_a2a_copy(op);
         return -1;
     default: /* broadcast */
         if (op->algo == HCOMM_SHM_CMA) {
@@ -528,8 +573,17 @@ static int inputs_arrived(hcomm_shm_op_t *op) {
 /* Whether this rank must stay until every peer has finished the round:
  * CMA peers read its own buffers (a broadcast's, only the root's). */
 static int waits_for_readers(const hcomm_shm_op_t *op) {
+    int root = op->shm->rank == op->root;
     if (op->algo != HCOMM_SHM_CMA) return 0;
-    return op->coll != HCOMM_COLL_BCAST || op->shm->rank == op->root;
+    switch (op->coll) {
+    case HCOMM_COLL_BCAST:
+    case HCOMM_COLL_SCATTER:
+        return root;
+    case HCOMM_COLL_GATHER:
+        return !root;
+    default:
+        return 1;
+    }
 }
 
 /* A broadcast root is often ahead of its receivers, so the next round's
@@ -560,18 +614,28 @@ static hcomm_status_t failed_earlier(const hcomm_shm_op_t *op) {
         hcomm_coll_name(op->coll), hcomm_strerror(op->shm->failed));
 }
 
+/* A failed call frees what it holds. */
+static hcomm_status_t op_failed(hcomm_shm_op_t *op, hcomm_status_t st) {
+    free(op->own_copy);
+    op->own_copy = NULL;
+    return st;
+}
+
 hcomm_status_t hcomm_shm_op_progress(hcomm_shm_op_t *op) {
     hcomm_shm_t *shm = op->shm;
     hcomm_status_t st = HCOMM_SUCCESS;
     for (;;) {
         if (op->round == op->rounds) {
             if (op->rounds) shm->completed = op->first + op->rounds - 1;
+            free(op->own_copy);
+            op->own_copy = NULL;
             return HCOMM_SUCCESS;
         }
         switch (op->phase) {
         case PHASE_TURN:
             if (shm->completed + 1 != op->first)
-                return shm->failed ? failed_earlier(op) : HCOMM_ERR_IN_PROGRESS;
+                return shm->failed ? op_failed(op, failed_earlier(op))
+                                   : HCOMM_ERR_IN_PROGRESS;
             op->phase = PHASE_FREE;
             /* fall through */
         case PHASE_FREE: {
@@ -586,9 +650,9 @@ hcomm_status_t hcomm_shm_op_progress(hcomm_shm_op_t *op) {
             if (!inputs_arrived(op)) return HCOMM_ERR_IN_PROGRESS;
             if (op->seq == op->first &&
                 (st = hcomm_shm_desc_check(op)) != HCOMM_SUCCESS)
-                return st;
+                return op_failed(op, st);
             int next = after_arrive(op, &st);
-            if (st != HCOMM_SUCCESS) return st;
+            if (st != HCOMM_SUCCESS) return op_failed(op, st);
             if (next < 0) break;
             op->phase = next;
         }
@@ -604,7 +668,7 @@ hcomm_status_t hcomm_shm_op_progress(hcomm_shm_op_t *op) {
             if (op->algo == HCOMM_SHM_TWOSHOT)
                 twoshot_gather(op);
             else if ((st = cma_gather_blocks(op)) != HCOMM_SUCCESS)
-                return st;
+                return op_failed(op, st);
             break;
         case PHASE_DONE:
             if (!all_reached(op, SHM_DONE, op->seq))
@@ -649,11 +713,14 @@ void hcomm_shm_op_describe(const hcomm_shm_op_t *op, char *out, size_t len) {
 #define CMA_MIN_ALLREDUCE (128u << 10) /* per rank */
 #define CMA_MIN_BLOCK_2 (32u << 10)    /* allgather block, broadcast, 2 ranks */
 #define CMA_MIN_BLOCK (64u << 10)      /* allgather block, more ranks */
-/* Reduce, gather, scatter and alltoall through the slots (two copies of
- * each byte) below these sizes (reduce: the buffer; the others: all
- * blocks); above, the plans, whose transports copy large messages once. */
+/* Reduce through the slots up to SLOTS_MAX_REDUCE (the buffer), then the
+ * plans. Gather, scatter and alltoall through the slots (two copies of
+ * each byte, from cache) up to SLOTS_MAX_MOVE (all blocks), then direct
+ * reads (one copy) where the kernel allows them, else the plans. 2 ranks
+ * here: slots 2-11x MPI's speed at 256 KiB-2 MiB, direct reads 1.2-1.8x
+ * at 4-16 MiB (README, "Shared memory"). */
 #define SLOTS_MAX_REDUCE (256u << 10)
-#define SLOTS_MAX_MOVE (256u << 10)
+#define SLOTS_MAX_MOVE (2u << 20)
 
 hcomm_shm_algo_t hcomm_shm_select(const hcomm_shm_t *shm, hcomm_coll_t coll,
                                   size_t bytes) {
@@ -685,8 +752,9 @@ hcomm_shm_algo_t hcomm_shm_select(const hcomm_shm_t *shm, hcomm_coll_t coll,
     case HCOMM_COLL_GATHER: /* bytes: one block */
     case HCOMM_COLL_SCATTER:
     case HCOMM_COLL_ALLTOALL:
-        return bytes * (size_t)shm->size <= SLOTS_MAX_MOVE ? HCOMM_SHM_ONESHOT
-                                                           : HCOMM_SHM_NONE;
+        if (bytes * (size_t)shm->size <= SLOTS_MAX_MOVE)
+            return HCOMM_SHM_ONESHOT;
+        return shm->cma ? HCOMM_SHM_CMA : HCOMM_SHM_NONE;
     default:
         return HCOMM_SHM_NONE;
     }

@@ -6,9 +6,9 @@
  * CMA for reduce_scatter), counts from 1 to past many slots, in place and
  * not, allgather, every broadcast root (direct reads at 2 ranks), reduce
  * (every dtype x op, rotating roots), gather and scatter at every root and
- * alltoall, in place and not, barrier, and two non-blocking calls driven
- * in reverse order. Results are compared element by
- * element with a reference reduced here in rank order (inputs are small
+ * alltoall, in place and not, on the slots and by direct reads, barrier, and
+ * two non-blocking calls driven in reverse order. Results are compared element
+ * by element with a reference reduced here in rank order (inputs are small
  * integers, so every order gives the same exact value). Ranks that pass
  * different counts all fail, before writing anything, and so do later
  * calls. */
@@ -286,8 +286,8 @@ static void reduce_case(rank_t *rk, hcomm_dtype_t dt, hcomm_op_t op, size_t n,
 
 /* gather, scatter or alltoall of n bytes a block; in place as hcomm.h
  * says; every byte checked, and what a rank does not receive untouched. */
-static void move_case(rank_t *rk, hcomm_coll_t coll, size_t n, int root,
-                      int inplace) {
+static void move_case(rank_t *rk, hcomm_shm_algo_t algo, hcomm_coll_t coll,
+                      size_t n, int root, int inplace) {
     int P = rk->size, me = rk->rank, at_root = me == root;
     size_t all = n * (size_t)P;
     unsigned char *send = malloc(all), *recv = malloc(all);
@@ -308,9 +308,8 @@ static void move_case(rank_t *rk, hcomm_coll_t coll, size_t n, int root,
         s = recv;
     }
     hcomm_shm_op_t op;
-    hcomm_status_t st =
-        hcomm_shm_op_start(&op, rk->shm, HCOMM_SHM_ONESHOT, coll, s, r, n,
-                           HCOMM_UINT8, HCOMM_SUM, root);
+    hcomm_status_t st = hcomm_shm_op_start(&op, rk->shm, algo, coll, s, r, n,
+                                           HCOMM_UINT8, HCOMM_SUM, root);
     if (st == HCOMM_SUCCESS) st = drive(&op, NULL);
     size_t bad = 0;
     for (size_t k = 0; k < all && st == HCOMM_SUCCESS; k++) {
@@ -329,8 +328,8 @@ static void move_case(rank_t *rk, hcomm_coll_t coll, size_t n, int root,
         bad += got != want;
     }
     if (st != HCOMM_SUCCESS || bad)
-        note_failure(rk, "%s count %zu root %d inplace %d: %s, %zu wrong",
-                     hcomm_coll_name(coll), n, root, inplace,
+        note_failure(rk, "%s %s count %zu root %d inplace %d: %s, %zu wrong",
+                     hcomm_coll_name(coll), algo_name(algo), n, root, inplace,
                      hcomm_strerror(st), bad);
     free(send);
     free(recv);
@@ -359,21 +358,24 @@ static void *rank_main(void *arg) {
             allgather_case(rk, algos[a], counts[c], 1);
             for (int root = 0; root < rk->size; root++)
                 bcast_case(rk, algos[a], counts[c], root);
+            /* gather, scatter, alltoall: slots and direct reads */
+            for (int root = 0; root < rk->size; root++)
+                for (int ip = 0; ip < 2; ip++) {
+                    move_case(rk, algos[a], HCOMM_COLL_GATHER, counts[c], root,
+                              ip);
+                    move_case(rk, algos[a], HCOMM_COLL_SCATTER, counts[c], root,
+                              ip);
+                }
+            move_case(rk, algos[a], HCOMM_COLL_ALLTOALL, counts[c], 0, 0);
+            move_case(rk, algos[a], HCOMM_COLL_ALLTOALL, counts[c], 0, 1);
             if (algos[a] != HCOMM_SHM_ONESHOT) continue;
-            /* reduce, gather, scatter, alltoall and barrier: slots only */
+            /* reduce and barrier: slots only */
             for (int dt = 0; dt < HCOMM_DTYPE_COUNT; dt++)
                 for (int op = 0; op < HCOMM_OP_COUNT; op++)
                     reduce_case(rk, (hcomm_dtype_t)dt, (hcomm_op_t)op,
                                 counts[c],
                                 (int)((c + (size_t)op) % 8) % rk->size,
                                 (int)((c + (size_t)dt) % 2));
-            for (int root = 0; root < rk->size; root++)
-                for (int ip = 0; ip < 2; ip++) {
-                    move_case(rk, HCOMM_COLL_GATHER, counts[c], root, ip);
-                    move_case(rk, HCOMM_COLL_SCATTER, counts[c], root, ip);
-                }
-            move_case(rk, HCOMM_COLL_ALLTOALL, counts[c], 0, 0);
-            move_case(rk, HCOMM_COLL_ALLTOALL, counts[c], 0, 1);
             hcomm_shm_op_t b;
             hcomm_status_t st = hcomm_shm_op_start(
                 &b, rk->shm, HCOMM_SHM_ONESHOT, HCOMM_COLL_BARRIER, NULL, NULL,
