@@ -134,6 +134,8 @@ typedef struct {
     int phase;
     int waiting_for; /* the peer last waited on, for timeout messages */
     char *own_copy;  /* in-place alltoall by direct reads: what peers read */
+    /* allgatherv: every rank's count and place (count is the largest) */
+    const size_t *vcounts, *vdispls;
 } hcomm_shm_op_t;
 
 /* Starts a call (it runs once its turn on the communicator comes). op is
@@ -143,6 +145,14 @@ hcomm_status_t hcomm_shm_op_start(hcomm_shm_op_t *op, hcomm_shm_t *shm,
                                   const void *sendbuf, void *recvbuf,
                                   size_t count, hcomm_dtype_t dtype,
                                   hcomm_op_t rop, int root);
+/* allgatherv through the slots: rank r's rcounts[r] elements land at
+ * rdispls[r] of every rank's receive buffer; rounds carry a piece of every
+ * block (each as long as its block allows), the descriptor a digest of the
+ * counts. */
+hcomm_status_t hcomm_shm_op_start_v(hcomm_shm_op_t *op, hcomm_shm_t *shm,
+                                    const void *sendbuf, void *recvbuf,
+                                    const size_t *rcounts,
+                                    const size_t *rdispls, hcomm_dtype_t dtype);
 /* A call on GPU memory runs elsewhere (the plans) but first agrees here:
  * one round whose descriptor is the call's, marked as GPU memory, so that
  * ranks that passed host memory to the same call, or other arguments, all

@@ -144,6 +144,26 @@ hcomm_status_t hcomm_shm_op_start(hcomm_shm_op_t *op, hcomm_shm_t *shm,
     return HCOMM_SUCCESS;
 }
 
+hcomm_status_t hcomm_shm_op_start_v(hcomm_shm_op_t *op, hcomm_shm_t *shm,
+                                    const void *sendbuf, void *recvbuf,
+                                    const size_t *rcounts,
+                                    const size_t *rdispls,
+                                    hcomm_dtype_t dtype) {
+    size_t most = 0;
+    uint64_t digest = 0xcbf29ce484222325ull;
+    for (int r = 0; r < shm->size; r++) {
+        if (rcounts[r] > most) most = rcounts[r];
+        digest = (digest ^ rcounts[r]) * 0x100000001b3ull;
+    }
+    hcomm_status_t st =
+        hcomm_shm_op_start(op, shm, HCOMM_SHM_ONESHOT, HCOMM_COLL_ALLGATHERV,
+                           sendbuf, recvbuf, most, dtype, HCOMM_SUM, 0);
+    op->vcounts = rcounts;
+    op->vdispls = rdispls;
+    op->desc[0] = digest; /* every rank's counts, not only the largest */
+    return st;
+}
+
 hcomm_status_t hcomm_shm_op_agree(hcomm_shm_op_t *op, hcomm_shm_t *shm,
                                   hcomm_coll_t coll, size_t count,
                                   hcomm_dtype_t dtype, hcomm_op_t rop,
@@ -222,6 +242,13 @@ static size_t round_in_bytes(const hcomm_shm_op_t *op) {
     return per_block(op->coll) ? n * (size_t)op->shm->size : n;
 }
 
+/* allgatherv: elements of rank r's block in this round (its piece of the
+ * round's span, which may be shorter or empty). */
+static size_t v_piece(const hcomm_shm_op_t *op, int r) {
+    size_t off = round_offset(op), n = round_count(op), c = op->vcounts[r];
+    return c <= off ? 0 : c - off < n ? c - off : n;
+}
+
 /* Whether this rank's block is read by a peer: not a broadcast's or a
  * scatter's receivers (they have none), nor a gather's root (it copies its
  * own block itself). */
@@ -263,6 +290,10 @@ static void publish_input(hcomm_shm_op_t *op) {
         for (int b = 0; b < shm->size; b++)
             memcpy(in + (size_t)b * n,
                    op->sendbuf + (size_t)b * op->count * op->esize + off, n);
+    } else if (op->coll == HCOMM_COLL_ALLGATHERV) {
+        /* ring or slot by the round's largest piece, as the readers do */
+        memcpy(hcomm_shm_in(shm, shm->rank, op->seq, n), op->sendbuf + off,
+               v_piece(op, shm->rank) * op->esize);
     } else if (!per_block(op->coll) && publishes_block(op)) {
         memcpy(hcomm_shm_in(shm, shm->rank, op->seq, n), op->sendbuf + off, n);
     }
@@ -484,6 +515,20 @@ static hcomm_status_t rooted_or_a2a_cma(hcomm_shm_op_t *op) {
     return HCOMM_SUCCESS;
 }
 
+/* allgatherv: every rank's piece of the round into its place. */
+static void allgatherv_copy(hcomm_shm_op_t *op) {
+    hcomm_shm_t *shm = op->shm;
+    size_t off = round_offset(op), n = round_count(op) * op->esize;
+    for (int k = 0; k < shm->size; k++) {
+        int r = rotated(shm, k);
+        size_t len = v_piece(op, r) * op->esize;
+        char *dst = op->recvbuf + (op->vdispls[r] + off) * op->esize;
+        const char *src = r == shm->rank ? op->sendbuf + off * op->esize
+                                         : hcomm_shm_in(shm, r, op->seq, n);
+        if (len && dst != src) memcpy(dst, src, len);
+    }
+}
+
 /* Broadcast: the receivers' part of the round. Direct-read (two ranks):
  * the receiver would copy the whole message while the root idles, so the
  * root writes the last half into the receiver while the receiver reads the
@@ -527,6 +572,9 @@ static int after_arrive(hcomm_shm_op_t *op, hcomm_status_t *st) {
         return -1;
     case HCOMM_COLL_ALLGATHER:
         *st = allgather_copy(op);
+        return -1;
+    case HCOMM_COLL_ALLGATHERV:
+        allgatherv_copy(op);
         return -1;
     case HCOMM_COLL_REDUCE: /* one-shot, at the root only */
         if (is_root) oneshot_reduce(op);
@@ -747,6 +795,8 @@ hcomm_shm_algo_t hcomm_shm_select(const hcomm_shm_t *shm, hcomm_coll_t coll,
                    : HCOMM_SHM_ONESHOT;
     case HCOMM_COLL_BARRIER:
         return HCOMM_SHM_ONESHOT;
+    case HCOMM_COLL_ALLGATHERV: /* bytes: all blocks */
+        return bytes <= SLOTS_MAX_MOVE ? HCOMM_SHM_ONESHOT : HCOMM_SHM_NONE;
     case HCOMM_COLL_REDUCE: /* bytes: the whole buffer */
         return bytes <= SLOTS_MAX_REDUCE ? HCOMM_SHM_ONESHOT : HCOMM_SHM_NONE;
     case HCOMM_COLL_GATHER: /* bytes: one block */

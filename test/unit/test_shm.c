@@ -6,7 +6,8 @@
  * CMA for reduce_scatter), counts from 1 to past many slots, in place and
  * not, allgather, every broadcast root (direct reads at 2 ranks), reduce
  * (every dtype x op, rotating roots), gather and scatter at every root and
- * alltoall, in place and not, on the slots and by direct reads, barrier, and
+ * alltoall, in place and not, on the slots and by direct reads,
+ * allgatherv with per-rank counts (some empty), barrier, and
  * two non-blocking calls driven in reverse order. Results are compared element
  * by element with a reference reduced here in rank order (inputs are small
  * integers, so every order gives the same exact value). Ranks that pass
@@ -335,6 +336,41 @@ static void move_case(rank_t *rk, hcomm_shm_algo_t algo, hcomm_coll_t coll,
     free(recv);
 }
 
+/* allgatherv: rank q's block is (q * 3 + n) % 7 * n / 3 bytes (some
+ * empty), placed in reverse rank order with a gap before each; gaps keep
+ * their bytes. */
+static void allgatherv_case(rank_t *rk, size_t n, int inplace) {
+    int P = rk->size, me = rk->rank;
+    size_t counts[MAXP], displs[MAXP], at = 0;
+    for (int q = P - 1; q >= 0; q--) {
+        counts[q] = (size_t)((q * 3 + (int)n) % 7) * n / 3;
+        displs[q] = at + 1;
+        at += counts[q] + 1;
+    }
+    unsigned char *recv = malloc(at + 1), *send = malloc(counts[me] + 1);
+    memset(recv, 0xee, at + 1);
+    unsigned char *mine = inplace ? recv + displs[me] : send;
+    for (size_t i = 0; i < counts[me]; i++)
+        mine[i] = byte_of(me, i);
+    hcomm_shm_op_t op;
+    hcomm_status_t st = hcomm_shm_op_start_v(&op, rk->shm, mine, recv, counts,
+                                             displs, HCOMM_UINT8);
+    if (st == HCOMM_SUCCESS) st = drive(&op, NULL);
+    size_t bad = 0;
+    for (size_t k = 0; k < at && st == HCOMM_SUCCESS; k++) {
+        int want = 0xee;
+        for (int q = 0; q < P; q++)
+            if (k >= displs[q] && k < displs[q] + counts[q])
+                want = byte_of(q, k - displs[q]);
+        bad += recv[k] != want;
+    }
+    if (st != HCOMM_SUCCESS || bad)
+        note_failure(rk, "allgatherv n %zu inplace %d: %s, %zu wrong", n,
+                     inplace, hcomm_strerror(st), bad);
+    free(recv);
+    free(send);
+}
+
 static void *rank_main(void *arg) {
     rank_t *rk = arg;
     static const hcomm_shm_algo_t algos[] = {HCOMM_SHM_ONESHOT,
@@ -369,7 +405,8 @@ static void *rank_main(void *arg) {
             move_case(rk, algos[a], HCOMM_COLL_ALLTOALL, counts[c], 0, 0);
             move_case(rk, algos[a], HCOMM_COLL_ALLTOALL, counts[c], 0, 1);
             if (algos[a] != HCOMM_SHM_ONESHOT) continue;
-            /* reduce and barrier: slots only */
+            /* reduce, allgatherv and barrier: slots only */
+            allgatherv_case(rk, counts[c], (int)(c % 2));
             for (int dt = 0; dt < HCOMM_DTYPE_COUNT; dt++)
                 for (int op = 0; op < HCOMM_OP_COUNT; op++)
                     reduce_case(rk, (hcomm_dtype_t)dt, (hcomm_op_t)op,
