@@ -273,13 +273,16 @@ static hcomm_status_t run_direct(const call_t *k, hcomm_comm_impl_t *c,
                                  hcomm_prof_call_t *pc) {
     struct hcomm_request on_stack, *req = new_request(out, &on_stack);
     if (!req) return HCOMM_ERR_NO_MEMORY;
-    hcomm_status_t st =
-        k->v
-            ? hcomm_shm_op_start_v(&req->direct, c->shm, k->sendbuf, k->recvbuf,
-                                   k->v->rcounts, k->v->rdispls, k->dtype)
-            : hcomm_shm_op_start(&req->direct, c->shm, algo, k->coll,
-                                 k->sendbuf, k->recvbuf, k->count, k->dtype,
-                                 k->op, k->root);
+    hcomm_status_t st;
+    if (k->coll == HCOMM_COLL_REDUCE_SCATTERV)
+        st = hcomm_shm_op_start_rv(&req->direct, c->shm, k->sendbuf, k->recvbuf,
+                                   k->v->rcounts, k->dtype, k->op);
+    else if (k->v)
+        st = hcomm_shm_op_start_v(&req->direct, c->shm, k->sendbuf, k->recvbuf,
+                                  k->v->rcounts, k->v->rdispls, k->dtype);
+    else
+        st = hcomm_shm_op_start(&req->direct, c->shm, algo, k->coll, k->sendbuf,
+                                k->recvbuf, k->count, k->dtype, k->op, k->root);
     if (st == HCOMM_SUCCESS)
         st = hcomm_request_start(req, c, k->coll, NULL, NULL, !out, 0);
     if (st != HCOMM_SUCCESS) {
@@ -381,9 +384,9 @@ static hcomm_status_t run_call(const call_t *k, hcomm_comm_t comm,
     /* The shared segment and the node stages copy with the CPU. */
     int host_paths = !mem.on_gpu;
     /* count 0 too: every rank's descriptor must meet the others' */
-    /* of the variable-count ones, allgatherv (every rank knows every
-     * count) */
-    int shm_ok = !k->v || k->coll == HCOMM_COLL_ALLGATHERV;
+    /* of the variable-count ones, those where every rank knows every
+     * count */
+    int shm_ok = !k->v || k->coll != HCOMM_COLL_ALLTOALLV;
     if (host_paths && c->shm && shm_ok && !hcomm_select_is_forced(k->coll)) {
         hcomm_shm_algo_t direct =
             hcomm_shm_select(c->shm, k->coll, k->count * esize);

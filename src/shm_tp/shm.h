@@ -134,7 +134,8 @@ typedef struct {
     int phase;
     int waiting_for; /* the peer last waited on, for timeout messages */
     char *own_copy;  /* in-place alltoall by direct reads: what peers read */
-    /* allgatherv: every rank's count and place (count is the largest) */
+    /* allgatherv, reduce_scatterv: every rank's count (count is the
+     * largest) and, allgatherv, place */
     const size_t *vcounts, *vdispls;
 } hcomm_shm_op_t;
 
@@ -153,6 +154,13 @@ hcomm_status_t hcomm_shm_op_start_v(hcomm_shm_op_t *op, hcomm_shm_t *shm,
                                     const void *sendbuf, void *recvbuf,
                                     const size_t *rcounts,
                                     const size_t *rdispls, hcomm_dtype_t dtype);
+/* reduce_scatterv through the slots: rank r's block of the result has
+ * rcounts[r] elements, the blocks packed in rank order in every send
+ * buffer; a round carries a piece of every block. */
+hcomm_status_t hcomm_shm_op_start_rv(hcomm_shm_op_t *op, hcomm_shm_t *shm,
+                                     const void *sendbuf, void *recvbuf,
+                                     const size_t *rcounts, hcomm_dtype_t dtype,
+                                     hcomm_op_t rop);
 /* A call on GPU memory runs elsewhere (the plans) but first agrees here:
  * one round whose descriptor is the call's, marked as GPU memory, so that
  * ranks that passed host memory to the same call, or other arguments, all

@@ -79,7 +79,7 @@ static hcomm_status_t cma_copy(const hcomm_shm_op_t *op, int peer, void *local,
  * buffer has a block for every rank. */
 static int per_block(hcomm_coll_t coll) {
     return coll == HCOMM_COLL_REDUCE_SCATTER || coll == HCOMM_COLL_ALLTOALL ||
-           coll == HCOMM_COLL_SCATTER;
+           coll == HCOMM_COLL_SCATTER || coll == HCOMM_COLL_REDUCE_SCATTERV;
 }
 
 hcomm_status_t hcomm_shm_op_start(hcomm_shm_op_t *op, hcomm_shm_t *shm,
@@ -97,7 +97,7 @@ hcomm_status_t hcomm_shm_op_start(hcomm_shm_op_t *op, hcomm_shm_t *shm,
     op->esize = hcomm_dtype_size(dtype);
     op->root = root;
     if (coll == HCOMM_COLL_ALLREDUCE || coll == HCOMM_COLL_REDUCE_SCATTER ||
-        coll == HCOMM_COLL_REDUCE) {
+        coll == HCOMM_COLL_REDUCE || coll == HCOMM_COLL_REDUCE_SCATTERV) {
         op->reduce = hcomm_kernel_reduce(dtype, rop);
         op->scale = rop == HCOMM_AVG ? hcomm_kernel_scale(dtype) : NULL;
         if (!op->reduce)
@@ -144,17 +144,38 @@ hcomm_status_t hcomm_shm_op_start(hcomm_shm_op_t *op, hcomm_shm_t *shm,
     return HCOMM_SUCCESS;
 }
 
+/* Every rank's counts, as one word: what the ranks must pass alike. */
+static uint64_t counts_digest(const size_t *counts, int n, size_t *most) {
+    uint64_t digest = 0xcbf29ce484222325ull;
+    *most = 0;
+    for (int r = 0; r < n; r++) {
+        if (counts[r] > *most) *most = counts[r];
+        digest = (digest ^ counts[r]) * 0x100000001b3ull;
+    }
+    return digest;
+}
+
+hcomm_status_t hcomm_shm_op_start_rv(hcomm_shm_op_t *op, hcomm_shm_t *shm,
+                                     const void *sendbuf, void *recvbuf,
+                                     const size_t *rcounts, hcomm_dtype_t dtype,
+                                     hcomm_op_t rop) {
+    size_t most;
+    uint64_t digest = counts_digest(rcounts, shm->size, &most);
+    hcomm_status_t st = hcomm_shm_op_start(op, shm, HCOMM_SHM_ONESHOT,
+                                           HCOMM_COLL_REDUCE_SCATTERV, sendbuf,
+                                           recvbuf, most, dtype, rop, 0);
+    op->vcounts = rcounts;
+    op->desc[0] = digest;
+    return st;
+}
+
 hcomm_status_t hcomm_shm_op_start_v(hcomm_shm_op_t *op, hcomm_shm_t *shm,
                                     const void *sendbuf, void *recvbuf,
                                     const size_t *rcounts,
                                     const size_t *rdispls,
                                     hcomm_dtype_t dtype) {
-    size_t most = 0;
-    uint64_t digest = 0xcbf29ce484222325ull;
-    for (int r = 0; r < shm->size; r++) {
-        if (rcounts[r] > most) most = rcounts[r];
-        digest = (digest ^ rcounts[r]) * 0x100000001b3ull;
-    }
+    size_t most;
+    uint64_t digest = counts_digest(rcounts, shm->size, &most);
     hcomm_status_t st =
         hcomm_shm_op_start(op, shm, HCOMM_SHM_ONESHOT, HCOMM_COLL_ALLGATHERV,
                            sendbuf, recvbuf, most, dtype, HCOMM_SUM, 0);
@@ -283,6 +304,16 @@ static void publish_input(hcomm_shm_op_t *op) {
                        &info->send_reg[p]);
         publish_buffer(shm, op->recvbuf, rn, &info->recv_addr[p],
                        &info->recv_reg[p]);
+    } else if (op->coll == HCOMM_COLL_REDUCE_SCATTERV) {
+        /* every block's piece (blocks packed in rank order), at a stride
+         * of the round's span */
+        char *in = hcomm_shm_in(shm, shm->rank, op->seq, round_in_bytes(op));
+        size_t at = 0;
+        for (int b = 0; b < shm->size; b++) {
+            memcpy(in + (size_t)b * n, op->sendbuf + (at * op->esize + off),
+                   v_piece(op, b) * op->esize);
+            at += op->vcounts[b];
+        }
     } else if (per_block(op->coll) &&
                (op->coll != HCOMM_COLL_SCATTER || shm->rank == op->root)) {
         /* this round's piece of every block, one after the other */
@@ -404,6 +435,21 @@ static void slots_reduce_scatter(hcomm_shm_op_t *op) {
     for (int r = 0; r < shm->size; r++)
         if (r != shm->rank && in > HCOMM_SHM_LINE - HCOMM_SHM_ENTRY_DATA)
             prefetch(hcomm_shm_in(shm, r, op->seq, in) + mine, n * op->esize);
+    op->reduce(dst, hcomm_shm_in(shm, 0, op->seq, in) + mine,
+               hcomm_shm_in(shm, 1, op->seq, in) + mine, n);
+    for (int r = 2; r < shm->size; r++)
+        op->reduce(dst, dst, hcomm_shm_in(shm, r, op->seq, in) + mine, n);
+    if (op->scale) op->scale(dst, n, shm->size);
+}
+
+/* reduce_scatterv: this rank's piece of the round from every rank's slot,
+ * in rank order. */
+static void slots_reduce_scatterv(hcomm_shm_op_t *op) {
+    hcomm_shm_t *shm = op->shm;
+    size_t n = v_piece(op, shm->rank), in = round_in_bytes(op);
+    size_t mine = (size_t)shm->rank * round_count(op) * op->esize;
+    char *dst = op->recvbuf + round_offset(op) * op->esize;
+    if (!n) return;
     op->reduce(dst, hcomm_shm_in(shm, 0, op->seq, in) + mine,
                hcomm_shm_in(shm, 1, op->seq, in) + mine, n);
     for (int r = 2; r < shm->size; r++)
@@ -575,6 +621,9 @@ static int after_arrive(hcomm_shm_op_t *op, hcomm_status_t *st) {
         return -1;
     case HCOMM_COLL_ALLGATHERV:
         allgatherv_copy(op);
+        return -1;
+    case HCOMM_COLL_REDUCE_SCATTERV:
+        slots_reduce_scatterv(op);
         return -1;
     case HCOMM_COLL_REDUCE: /* one-shot, at the root only */
         if (is_root) oneshot_reduce(op);
@@ -796,6 +845,7 @@ hcomm_shm_algo_t hcomm_shm_select(const hcomm_shm_t *shm, hcomm_coll_t coll,
     case HCOMM_COLL_BARRIER:
         return HCOMM_SHM_ONESHOT;
     case HCOMM_COLL_ALLGATHERV: /* bytes: all blocks */
+    case HCOMM_COLL_REDUCE_SCATTERV:
         return bytes <= SLOTS_MAX_MOVE ? HCOMM_SHM_ONESHOT : HCOMM_SHM_NONE;
     case HCOMM_COLL_REDUCE: /* bytes: the whole buffer */
         return bytes <= SLOTS_MAX_REDUCE ? HCOMM_SHM_ONESHOT : HCOMM_SHM_NONE;

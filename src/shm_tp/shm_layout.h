@@ -117,7 +117,8 @@ static inline void hcomm_shm_desc_make(hcomm_shm_op_t *op, hcomm_dtype_t dtype,
                                        hcomm_op_t rop) {
     int r = op->coll == HCOMM_COLL_ALLREDUCE ||
             op->coll == HCOMM_COLL_REDUCE_SCATTER ||
-            op->coll == HCOMM_COLL_REDUCE;
+            op->coll == HCOMM_COLL_REDUCE ||
+            op->coll == HCOMM_COLL_REDUCE_SCATTERV;
     int rooted =
         op->coll == HCOMM_COLL_BCAST || op->coll == HCOMM_COLL_REDUCE ||
         op->coll == HCOMM_COLL_GATHER || op->coll == HCOMM_COLL_SCATTER;

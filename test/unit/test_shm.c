@@ -7,7 +7,8 @@
  * not, allgather, every broadcast root (direct reads at 2 ranks), reduce
  * (every dtype x op, rotating roots), gather and scatter at every root and
  * alltoall, in place and not, on the slots and by direct reads,
- * allgatherv with per-rank counts (some empty), barrier, and
+ * allgatherv and reduce_scatterv (every dtype x op) with per-rank counts
+ * (some empty), barrier, and
  * two non-blocking calls driven in reverse order. Results are compared element
  * by element with a reference reduced here in rank order (inputs are small
  * integers, so every order gives the same exact value). Ranks that pass
@@ -371,6 +372,36 @@ static void allgatherv_case(rank_t *rk, size_t n, int inplace) {
     free(send);
 }
 
+/* reduce_scatterv: rank q's block is (q * 5 + n) % 4 * n / 2 elements
+ * (some empty), packed in rank order in every send buffer. */
+static void reduce_scatterv_case(rank_t *rk, hcomm_dtype_t dt, hcomm_op_t op,
+                                 size_t n, int inplace) {
+    int P = rk->size, me = rk->rank;
+    size_t es = hcomm_dtype_size(dt), counts[MAXP], total = 0, before = 0;
+    for (int q = 0; q < P; q++) {
+        counts[q] = (size_t)((q * 5 + (int)n) % 4) * n / 2;
+        if (q < me) before += counts[q];
+        total += counts[q];
+    }
+    char *send = malloc(total * es + 1), *want = malloc(total * es + 1);
+    char *recv = malloc(counts[me] * es + 1);
+    fill(send, dt, total, me, op);
+    reference(want, dt, op, total, P);
+    char *out = inplace ? send + before * es : recv;
+    hcomm_shm_op_t a;
+    hcomm_status_t st =
+        hcomm_shm_op_start_rv(&a, rk->shm, send, out, counts, dt, op);
+    if (st == HCOMM_SUCCESS) st = drive(&a, NULL);
+    if (st != HCOMM_SUCCESS || memcmp(out, want + before * es, counts[me] * es))
+        note_failure(rk,
+                     "reduce_scatterv dtype %d op %d n %zu inplace %d: %s%s",
+                     (int)dt, (int)op, n, inplace, hcomm_strerror(st),
+                     st == HCOMM_SUCCESS ? ", wrong result" : "");
+    free(send);
+    free(want);
+    free(recv);
+}
+
 static void *rank_main(void *arg) {
     rank_t *rk = arg;
     static const hcomm_shm_algo_t algos[] = {HCOMM_SHM_ONESHOT,
@@ -407,6 +438,11 @@ static void *rank_main(void *arg) {
             if (algos[a] != HCOMM_SHM_ONESHOT) continue;
             /* reduce, allgatherv and barrier: slots only */
             allgatherv_case(rk, counts[c], (int)(c % 2));
+            for (int dt = 0; dt < HCOMM_DTYPE_COUNT; dt++)
+                for (int op = 0; op < HCOMM_OP_COUNT; op++)
+                    reduce_scatterv_case(rk, (hcomm_dtype_t)dt, (hcomm_op_t)op,
+                                         counts[c],
+                                         (int)((c + (size_t)op) % 2));
             for (int dt = 0; dt < HCOMM_DTYPE_COUNT; dt++)
                 for (int op = 0; op < HCOMM_OP_COUNT; op++)
                     reduce_case(rk, (hcomm_dtype_t)dt, (hcomm_op_t)op,
