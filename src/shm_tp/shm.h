@@ -137,6 +137,7 @@ typedef struct {
     /* allgatherv, reduce_scatterv: every rank's count (count is the
      * largest) and, allgatherv, place */
     const size_t *vcounts, *vdispls;
+    size_t *vcopy; /* what they point into: the call's copy */
 } hcomm_shm_op_t;
 
 /* Starts a call (it runs once its turn on the communicator comes). op is

@@ -144,6 +144,33 @@ hcomm_status_t hcomm_shm_op_start(hcomm_shm_op_t *op, hcomm_shm_t *shm,
     return HCOMM_SUCCESS;
 }
 
+/* A copy of the caller's arrays, which the caller of a non-blocking call
+ * may free once it returns (hcomm.h); made before the call takes its
+ * rounds, freed when it ends. */
+static size_t *copy_counts(const hcomm_shm_t *shm, const size_t *counts,
+                           const size_t *displs) {
+    size_t n = (size_t)shm->size;
+    size_t *copy = malloc((displs ? 2 : 1) * n * sizeof(size_t));
+    if (!copy) {
+        hcomm_error(HCOMM_ERR_NO_MEMORY, "no memory for the counts");
+        return NULL;
+    }
+    memcpy(copy, counts, n * sizeof(size_t));
+    if (displs) memcpy(copy + n, displs, n * sizeof(size_t));
+    return copy;
+}
+
+static hcomm_status_t keep_counts(hcomm_shm_op_t *op, hcomm_status_t st,
+                                  size_t *copy, int has_displs) {
+    if (st != HCOMM_SUCCESS) {
+        free(copy);
+        return st;
+    }
+    op->vcounts = op->vcopy = copy;
+    op->vdispls = has_displs ? copy + op->shm->size : NULL;
+    return HCOMM_SUCCESS;
+}
+
 /* Every rank's counts, as one word: what the ranks must pass alike. */
 static uint64_t counts_digest(const size_t *counts, int n, size_t *most) {
     uint64_t digest = 0xcbf29ce484222325ull;
@@ -159,14 +186,14 @@ hcomm_status_t hcomm_shm_op_start_rv(hcomm_shm_op_t *op, hcomm_shm_t *shm,
                                      const void *sendbuf, void *recvbuf,
                                      const size_t *rcounts, hcomm_dtype_t dtype,
                                      hcomm_op_t rop) {
-    size_t most;
+    size_t most, *copy = copy_counts(shm, rcounts, NULL);
     uint64_t digest = counts_digest(rcounts, shm->size, &most);
+    if (!copy) return HCOMM_ERR_NO_MEMORY;
     hcomm_status_t st = hcomm_shm_op_start(op, shm, HCOMM_SHM_ONESHOT,
                                            HCOMM_COLL_REDUCE_SCATTERV, sendbuf,
                                            recvbuf, most, dtype, rop, 0);
-    op->vcounts = rcounts;
     op->desc[0] = digest;
-    return st;
+    return keep_counts(op, st, copy, 0);
 }
 
 hcomm_status_t hcomm_shm_op_start_v(hcomm_shm_op_t *op, hcomm_shm_t *shm,
@@ -174,15 +201,14 @@ hcomm_status_t hcomm_shm_op_start_v(hcomm_shm_op_t *op, hcomm_shm_t *shm,
                                     const size_t *rcounts,
                                     const size_t *rdispls,
                                     hcomm_dtype_t dtype) {
-    size_t most;
+    size_t most, *copy = copy_counts(shm, rcounts, rdispls);
     uint64_t digest = counts_digest(rcounts, shm->size, &most);
+    if (!copy) return HCOMM_ERR_NO_MEMORY;
     hcomm_status_t st =
         hcomm_shm_op_start(op, shm, HCOMM_SHM_ONESHOT, HCOMM_COLL_ALLGATHERV,
                            sendbuf, recvbuf, most, dtype, HCOMM_SUM, 0);
-    op->vcounts = rcounts;
-    op->vdispls = rdispls;
     op->desc[0] = digest; /* every rank's counts, not only the largest */
-    return st;
+    return keep_counts(op, st, copy, 1);
 }
 
 hcomm_status_t hcomm_shm_op_agree(hcomm_shm_op_t *op, hcomm_shm_t *shm,
@@ -711,10 +737,12 @@ static hcomm_status_t failed_earlier(const hcomm_shm_op_t *op) {
         hcomm_coll_name(op->coll), hcomm_strerror(op->shm->failed));
 }
 
-/* A failed call frees what it holds. */
-static hcomm_status_t op_failed(hcomm_shm_op_t *op, hcomm_status_t st) {
+/* A call that ended, well or not, frees what it holds. */
+static hcomm_status_t op_end(hcomm_shm_op_t *op, hcomm_status_t st) {
     free(op->own_copy);
+    free(op->vcopy);
     op->own_copy = NULL;
+    op->vcopy = NULL;
     return st;
 }
 
@@ -724,14 +752,12 @@ hcomm_status_t hcomm_shm_op_progress(hcomm_shm_op_t *op) {
     for (;;) {
         if (op->round == op->rounds) {
             if (op->rounds) shm->completed = op->first + op->rounds - 1;
-            free(op->own_copy);
-            op->own_copy = NULL;
-            return HCOMM_SUCCESS;
+            return op_end(op, HCOMM_SUCCESS);
         }
         switch (op->phase) {
         case PHASE_TURN:
             if (shm->completed + 1 != op->first)
-                return shm->failed ? op_failed(op, failed_earlier(op))
+                return shm->failed ? op_end(op, failed_earlier(op))
                                    : HCOMM_ERR_IN_PROGRESS;
             op->phase = PHASE_FREE;
             /* fall through */
@@ -747,9 +773,9 @@ hcomm_status_t hcomm_shm_op_progress(hcomm_shm_op_t *op) {
             if (!inputs_arrived(op)) return HCOMM_ERR_IN_PROGRESS;
             if (op->seq == op->first &&
                 (st = hcomm_shm_desc_check(op)) != HCOMM_SUCCESS)
-                return op_failed(op, st);
+                return op_end(op, st);
             int next = after_arrive(op, &st);
-            if (st != HCOMM_SUCCESS) return op_failed(op, st);
+            if (st != HCOMM_SUCCESS) return op_end(op, st);
             if (next < 0) break;
             op->phase = next;
         }
@@ -765,7 +791,7 @@ hcomm_status_t hcomm_shm_op_progress(hcomm_shm_op_t *op) {
             if (op->algo == HCOMM_SHM_TWOSHOT)
                 twoshot_gather(op);
             else if ((st = cma_gather_blocks(op)) != HCOMM_SUCCESS)
-                return op_failed(op, st);
+                return op_end(op, st);
             break;
         case PHASE_DONE:
             if (!all_reached(op, SHM_DONE, op->seq))

@@ -1,9 +1,10 @@
 /* The variable-count collectives end to end: allgatherv, alltoallv and
  * reduce_scatterv, every dtype (and every op for reduce_scatterv), in place
- * and not, blocking and non-blocking, counts that differ per rank (and per
- * pair) with zeros, ones, odd counts and one large prime, blocks placed out
- * of rank order with gaps; results compared bit for bit with reference.h,
- * and the gaps must keep what they held. Then bad arguments: refused with
+ * and not, blocking and non-blocking (the count arrays overwritten as soon
+ * as the call returns), counts that differ per rank (and per pair) with
+ * zeros, ones, odd counts and one large prime, blocks placed out of rank
+ * order with gaps; results compared bit for bit with reference.h, and the
+ * gaps must keep what they held. Then bad arguments: refused with
  * a message, nothing sent. */
 #include "mpi_check.h"
 #include "reference.h"
@@ -53,11 +54,24 @@ typedef struct {
 static const char *coll_names[] = {"allgatherv", "alltoallv",
                                    "reduce_scatterv"};
 
+/* A copy of an array that the call may read only before it returns. */
+static size_t *dup_counts(const size_t *a) {
+    size_t *c = malloc((size_t)nranks * sizeof(size_t));
+    memcpy(c, a, (size_t)nranks * sizeof(size_t));
+    return c;
+}
+
+/* The calls get copies of the arrays, overwritten with garbage as soon as
+ * the call returns (hcomm.h: the arrays are read before, also by the
+ * non-blocking forms). */
 static hcomm_status_t call(const vcase_t *k, const void *s, void *r,
-                           const size_t *sc, const size_t *sd, const size_t *rc,
-                           const size_t *rd, hcomm_comm_t comm) {
+                           const size_t *sc0, const size_t *sd0,
+                           const size_t *rc0, const size_t *rd0,
+                           hcomm_comm_t comm) {
     hcomm_request_t req = HCOMM_REQUEST_NULL;
     hcomm_status_t st;
+    size_t *sc = dup_counts(sc0), *sd = dup_counts(sd0);
+    size_t *rc = dup_counts(rc0), *rd = dup_counts(rd0);
     switch (k->coll) {
     case 0:
         st = k->nonblocking ? hcomm_iallgatherv(s, r, rc, rd, k->t, comm, &req)
@@ -73,7 +87,16 @@ static hcomm_status_t call(const vcase_t *k, const void *s, void *r,
                  ? hcomm_ireduce_scatterv(s, r, rc, k->t, k->op, comm, &req)
                  : hcomm_reduce_scatterv(s, r, rc, k->t, k->op, comm);
     }
+    size_t bytes = (size_t)nranks * sizeof(size_t);
+    memset(sc, 0xff, bytes);
+    memset(sd, 0xff, bytes);
+    memset(rc, 0xff, bytes);
+    memset(rd, 0xff, bytes);
     if (st == HCOMM_SUCCESS && k->nonblocking) st = hcomm_wait(&req);
+    free(sc);
+    free(sd);
+    free(rc);
+    free(rd);
     return st;
 }
 
