@@ -187,6 +187,49 @@ HCOMM_API hcomm_status_t hcomm_iscatter(const void *sendbuf, void *recvbuf,
                                         int root, hcomm_comm_t comm,
                                         hcomm_request_t *request);
 
+/* Variable counts (MPI's v-forms), counts and displacements in elements,
+ * arrays of the communicator's size, read before the call returns (the
+ * non-blocking forms too). Every rank passes the same recvcounts to
+ * allgatherv and reduce_scatterv; alltoallv's sendcounts[j] on rank i
+ * equals recvcounts[i] on rank j (else HCOMM_ERR_MISMATCH).
+ *  - allgatherv: rank i's recvcounts[i] elements land at displs[i] of
+ *    every rank's receive buffer; the send buffer holds recvcounts[rank].
+ *    In place: sendbuf == recvbuf + displs[rank].
+ *  - alltoallv: sendcounts[j] elements at sdispls[j] go to rank j, which
+ *    puts them at its rdispls[i]. In place: sendbuf == recvbuf (the blocks
+ *    sent are the receive buffer's, recvcounts[j] at rdispls[j]; sendcounts
+ *    and sdispls are not read).
+ *  - reduce_scatterv: the send buffer holds sum(recvcounts) elements, rank
+ *    i's block of the reduction (recvcounts[i]) follows the blocks of ranks
+ *    below i; it lands in rank i's receive buffer. In place: recvbuf ==
+ *    sendbuf + (the sum of recvcounts below rank). */
+HCOMM_API hcomm_status_t hcomm_allgatherv(const void *sendbuf, void *recvbuf,
+                                          const size_t *recvcounts,
+                                          const size_t *displs,
+                                          hcomm_dtype_t dtype,
+                                          hcomm_comm_t comm);
+HCOMM_API hcomm_status_t hcomm_iallgatherv(const void *sendbuf, void *recvbuf,
+                                           const size_t *recvcounts,
+                                           const size_t *displs,
+                                           hcomm_dtype_t dtype,
+                                           hcomm_comm_t comm,
+                                           hcomm_request_t *request);
+HCOMM_API hcomm_status_t
+hcomm_alltoallv(const void *sendbuf, const size_t *sendcounts,
+                const size_t *sdispls, void *recvbuf, const size_t *recvcounts,
+                const size_t *rdispls, hcomm_dtype_t dtype, hcomm_comm_t comm);
+HCOMM_API hcomm_status_t hcomm_ialltoallv(
+    const void *sendbuf, const size_t *sendcounts, const size_t *sdispls,
+    void *recvbuf, const size_t *recvcounts, const size_t *rdispls,
+    hcomm_dtype_t dtype, hcomm_comm_t comm, hcomm_request_t *request);
+HCOMM_API hcomm_status_t hcomm_reduce_scatterv(
+    const void *sendbuf, void *recvbuf, const size_t *recvcounts,
+    hcomm_dtype_t dtype, hcomm_op_t op, hcomm_comm_t comm);
+HCOMM_API hcomm_status_t hcomm_ireduce_scatterv(
+    const void *sendbuf, void *recvbuf, const size_t *recvcounts,
+    hcomm_dtype_t dtype, hcomm_op_t op, hcomm_comm_t comm,
+    hcomm_request_t *request);
+
 HCOMM_API hcomm_status_t hcomm_barrier(hcomm_comm_t comm);
 HCOMM_API hcomm_status_t hcomm_ibarrier(hcomm_comm_t comm,
                                         hcomm_request_t *request);

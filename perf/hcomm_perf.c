@@ -48,6 +48,9 @@ typedef struct {
     unsigned warned;      /* collectives already reported unsupported */
     int warned_mpi_count; /* a count past INT_MAX was reported */
     char nccl_na[160];    /* --nccl: why NCCL cannot run, or "" */
+    /* the v-forms' counts and displacements (equal blocks), per rank */
+    size_t *vcounts, *vdispls;
+    int *mcounts, *mdispls;
 } perf_ctx_t;
 
 typedef struct {
@@ -128,6 +131,11 @@ static const name_t coll_names[] = {
     {"reduce", PERF_REDUCE},
     {"alltoall", PERF_ALLTOALL},
     {"barrier", PERF_BARRIER},
+    {"gather", PERF_GATHER},
+    {"scatter", PERF_SCATTER},
+    {"allgatherv", PERF_ALLGATHERV},
+    {"alltoallv", PERF_ALLTOALLV},
+    {"reduce_scatterv", PERF_REDUCE_SCATTERV},
     {"all", PERF_COLL_ALL},
 };
 
@@ -165,7 +173,10 @@ static void print_usage(FILE *f) {
         "Times a collective in HCOMM and in MPI, in one run, on the same "
         "buffers.\n\n"
         "Collectives: allreduce (default), allgather, reduce_scatter,\n"
-        "  broadcast (bcast), reduce, alltoall, barrier; all: each in turn.\n"
+        "  broadcast (bcast), reduce, alltoall, barrier, gather, scatter,\n"
+        "  allgatherv, alltoallv, reduce_scatterv (equal counts: MPI's "
+        "v-forms,\n"
+        "  MPI_Reduce_scatter); all: each in turn.\n"
         "Options:\n"
         "  -C, --collective NAME  the collective, as an option\n"
         "  -b, --minbytes N       smallest size (default 8); suffixes K M G\n"
@@ -182,7 +193,8 @@ static void print_usage(FILE *f) {
         "                         float16 (half) bfloat16 float32 (float)\n"
         "                         float64 (double); default float32\n"
         "  -o, --op OP            sum prod max min avg (default sum)\n"
-        "  -r, --root N           root of broadcast and reduce (default 0)\n"
+        "  -r, --root N           root of broadcast, reduce, gather and\n"
+        "                         scatter (default 0)\n"
         "  -I, --inplace          in place\n"
         "  -R, --registered       buffers from hcomm_mem_alloc (allreduce,\n"
         "                         allgather, broadcast), used by both sides\n"
@@ -203,10 +215,10 @@ static void print_usage(FILE *f) {
         "                         columns, on the same buffers and stream\n"
         "  -h, --help             this text\n\n"
         "Sizes as nccl-tests: the buffer of allreduce, broadcast, reduce; the\n"
-        "receive buffer of allgather; the send buffer of reduce_scatter; "
-        "each\n"
-        "buffer of alltoall. busbw = algbw * 2(n-1)/n (allreduce), (n-1)/n\n"
-        "(allgather, reduce_scatter, alltoall), 1 (broadcast, reduce).\n",
+        "receive buffer of allgather and gather; the send buffer of\n"
+        "reduce_scatter and scatter; each buffer of alltoall (v-forms as\n"
+        "theirs). busbw = algbw * 2(n-1)/n (allreduce), (n-1)/n (allgather,\n"
+        "reduce_scatter, alltoall, gather, scatter), 1 (broadcast, reduce).\n",
         f);
 }
 
@@ -565,8 +577,16 @@ static hcomm_status_t call_hcomm_stream(const perf_ctx_t *c,
     case PERF_ALLTOALL:
         return hcomm_alltoall_stream(in, b->recv, l->count, l->dtype, c->comm,
                                      s);
+    case PERF_GATHER:
+        if (l->inplace) in = own_block(l, b->recv);
+        return hcomm_gather_stream(in, b->recv, l->count, l->dtype, l->root,
+                                   c->comm, s);
+    case PERF_SCATTER:
+        return hcomm_scatter_stream(
+            in, l->inplace ? own_block(l, b->recv) : b->recv, l->count,
+            l->dtype, l->root, c->comm, s);
     default:
-        return HCOMM_ERR_UNSUPPORTED; /* no stream-ordered barrier */
+        return HCOMM_ERR_UNSUPPORTED; /* no stream-ordered barrier, v-form */
     }
 }
 
@@ -591,6 +611,23 @@ static hcomm_status_t call_hcomm(const perf_ctx_t *c, const perf_layout_t *l,
                             c->comm);
     case PERF_ALLTOALL:
         return hcomm_alltoall(in, b->recv, l->count, l->dtype, c->comm);
+    case PERF_GATHER: /* in place: every rank's block is in recv */
+        if (l->inplace) in = own_block(l, b->recv);
+        return hcomm_gather(in, b->recv, l->count, l->dtype, l->root, c->comm);
+    case PERF_SCATTER: /* in place: every rank receives its block of recv */
+        return hcomm_scatter(in, l->inplace ? own_block(l, b->recv) : b->recv,
+                             l->count, l->dtype, l->root, c->comm);
+    case PERF_ALLGATHERV:
+        if (l->inplace) in = own_block(l, b->recv);
+        return hcomm_allgatherv(in, b->recv, c->vcounts, c->vdispls, l->dtype,
+                                c->comm);
+    case PERF_ALLTOALLV:
+        return hcomm_alltoallv(in, c->vcounts, c->vdispls, b->recv, c->vcounts,
+                               c->vdispls, l->dtype, c->comm);
+    case PERF_REDUCE_SCATTERV:
+        return hcomm_reduce_scatterv(
+            in, l->inplace ? own_block(l, b->recv) : b->recv, c->vcounts,
+            l->dtype, l->op, c->comm);
     default:
         return hcomm_barrier(c->comm);
     }
@@ -610,20 +647,32 @@ typedef struct {
     int (*alltoall)(const void *, int, MPI_Datatype, void *, int, MPI_Datatype,
                     MPI_Comm);
     int (*barrier)(MPI_Comm);
+    int (*gather)(const void *, int, MPI_Datatype, void *, int, MPI_Datatype,
+                  int, MPI_Comm);
+    int (*scatter)(const void *, int, MPI_Datatype, void *, int, MPI_Datatype,
+                   int, MPI_Comm);
+    int (*allgatherv)(const void *, int, MPI_Datatype, void *, const int *,
+                      const int *, MPI_Datatype, MPI_Comm);
+    int (*alltoallv)(const void *, const int *, const int *, MPI_Datatype,
+                     void *, const int *, const int *, MPI_Datatype, MPI_Comm);
+    int (*reduce_scatter)(const void *, void *, const int *, MPI_Datatype,
+                          MPI_Op, MPI_Comm);
 } mpi_calls_t;
 
 static const mpi_calls_t via_mpi = {
-    MPI_Allreduce, MPI_Allgather, MPI_Reduce_scatter_block,
-    MPI_Bcast,     MPI_Reduce,    MPI_Alltoall,
-    MPI_Barrier};
+    MPI_Allreduce,  MPI_Allgather, MPI_Reduce_scatter_block,
+    MPI_Bcast,      MPI_Reduce,    MPI_Alltoall,
+    MPI_Barrier,    MPI_Gather,    MPI_Scatter,
+    MPI_Allgatherv, MPI_Alltoallv, MPI_Reduce_scatter};
 static const mpi_calls_t via_pmpi = {
-    PMPI_Allreduce, PMPI_Allgather, PMPI_Reduce_scatter_block,
-    PMPI_Bcast,     PMPI_Reduce,    PMPI_Alltoall,
-    PMPI_Barrier};
+    PMPI_Allreduce,  PMPI_Allgather, PMPI_Reduce_scatter_block,
+    PMPI_Bcast,      PMPI_Reduce,    PMPI_Alltoall,
+    PMPI_Barrier,    PMPI_Gather,    PMPI_Scatter,
+    PMPI_Allgatherv, PMPI_Alltoallv, PMPI_Reduce_scatter};
 
 /* MPI errors abort the job (MPI_ERRORS_ARE_FATAL on MPI_COMM_WORLD). */
-static void call_mpi(const mpi_calls_t *m, const perf_layout_t *l,
-                     const perf_bufs_t *b) {
+static void call_mpi(const perf_ctx_t *c, const mpi_calls_t *m,
+                     const perf_layout_t *l, const perf_bufs_t *b) {
     const int n = (int)l->count; /* mpi_side_on checked the range */
     const MPI_Datatype dt = mpi_dtype(l->dtype);
     const MPI_Op op = mpi_op(l->op);
@@ -649,6 +698,29 @@ static void call_mpi(const mpi_calls_t *m, const perf_layout_t *l,
     case PERF_ALLTOALL:
         m->alltoall(in, n, dt, b->recv, n, dt, w);
         break;
+    case PERF_GATHER: /* MPI_IN_PLACE is the root's; the rest send their
+                         block of recv */
+        if (l->inplace && l->rank != l->root) in = own_block(l, b->recv);
+        m->gather(in, n, dt, b->recv, n, dt, l->root, w);
+        break;
+    case PERF_SCATTER:
+        if (l->inplace && l->rank == l->root)
+            m->scatter(b->recv, n, dt, MPI_IN_PLACE, n, dt, l->root, w);
+        else
+            m->scatter(b->send, n, dt,
+                       l->inplace ? own_block(l, b->recv) : b->recv, n, dt,
+                       l->root, w);
+        break;
+    case PERF_ALLGATHERV:
+        m->allgatherv(in, n, dt, b->recv, c->mcounts, c->mdispls, dt, w);
+        break;
+    case PERF_ALLTOALLV:
+        m->alltoallv(in, c->mcounts, c->mdispls, dt, b->recv, c->mcounts,
+                     c->mdispls, dt, w);
+        break;
+    case PERF_REDUCE_SCATTERV:
+        m->reduce_scatter(in, b->recv, c->mcounts, dt, op, w);
+        break;
     default:
         m->barrier(w);
         break;
@@ -672,7 +744,7 @@ static void call_mpi_staged(const perf_ctx_t *c, const perf_layout_t *l,
     if (l->send_elems)
         bad |= perf_dev_copy(b->hsend, b->send, l->send_elems * esize);
     perf_bufs_t host = {b->hsend, b->hrecv, NULL, NULL};
-    call_mpi(&via_mpi, l, &host);
+    call_mpi(c, &via_mpi, l, &host);
     bad |= perf_dev_copy(b->recv, b->hrecv, l->recv_elems * esize);
     if (bad) die(c, "a copy between host and GPU failed");
 }
@@ -691,7 +763,8 @@ static void run_side(const perf_ctx_t *c, const perf_layout_t *l,
         return;
     }
     if (side == SIDE_MPI || c->opts.pmpi) {
-        call_mpi(side == SIDE_MPI && c->opts.pmpi ? &via_pmpi : &via_mpi, l, b);
+        call_mpi(c, side == SIDE_MPI && c->opts.pmpi ? &via_pmpi : &via_mpi, l,
+                 b);
         return;
     }
     const hcomm_status_t st = call_hcomm(c, l, b);
@@ -730,12 +803,14 @@ static perf_layout_t make_layout(const perf_ctx_t *c, perf_coll_t coll,
     size_t send, recv;
     if (coll == PERF_BARRIER) return l; /* no data at all */
     l.count = bytes / esize / (perf_colls[coll].per_rank ? n : 1);
-    switch (coll) {
+    switch (perf_base(coll)) {
     case PERF_ALLGATHER:
+    case PERF_GATHER: /* every rank allocates the root's */
         send = l.count;
         recv = l.count * n;
         break;
     case PERF_REDUCE_SCATTER:
+    case PERF_SCATTER:
         send = l.count * n;
         recv = l.count;
         break;
@@ -784,7 +859,7 @@ static const char *mpi_na_reason(const perf_ctx_t *c, perf_coll_t coll) {
     const perf_opts_t *o = &c->opts;
     if (!o->run_mpi) return "--hcomm-only";
     if (o->nccl && c->nccl_na[0]) return c->nccl_na;
-    if (o->nccl) return coll == PERF_BARRIER ? "NCCL has no barrier" : NULL;
+    if (o->nccl && coll >= PERF_BARRIER) return "NCCL has no such call";
     if (!perf_colls[coll].reduces) return NULL;
     if (o->op == HCOMM_AVG) return "MPI has no avg op";
     if (o->dtype == HCOMM_FLOAT16) return "MPI has no float16 type";
@@ -795,7 +870,11 @@ static const char *mpi_na_reason(const perf_ctx_t *c, perf_coll_t coll) {
 static int mpi_side_on(perf_ctx_t *c, const perf_layout_t *l) {
     if (mpi_na_reason(c, l->coll) != NULL) return 0;
     if (c->opts.nccl) return 1; /* counts are size_t there */
-    if (l->count <= INT_MAX) return 1;
+    /* the v-forms' displacements reach (nranks - 1) * count */
+    int displaced = l->coll == PERF_ALLGATHERV || l->coll == PERF_ALLTOALLV;
+    if (l->count <= INT_MAX &&
+        (!displaced || l->count * (size_t)l->nranks <= INT_MAX))
+        return 1;
     if (c->rank == 0 && !c->warned_mpi_count)
         fprintf(stderr, "hcomm_perf: counts past INT_MAX: MPI columns n/a\n");
     c->warned_mpi_count = 1;
@@ -869,7 +948,9 @@ static void run_trials(const perf_ctx_t *c, const perf_layout_t *l,
 static const void *result_of(const perf_ctx_t *c, const perf_layout_t *l,
                              const perf_bufs_t *b, int side) {
     if (side == SIDE_HCOMM && !c->opts.pmpi && l->inplace &&
-        l->coll == PERF_REDUCE_SCATTER)
+        perf_base(l->coll) == PERF_REDUCE_SCATTER)
+        return own_block(l, b->recv);
+    if (l->inplace && l->coll == PERF_SCATTER) /* both sides, every rank */
         return own_block(l, b->recv);
     return b->recv;
 }
@@ -941,6 +1022,12 @@ static int bench_size(perf_ctx_t *c, perf_coll_t coll, size_t bytes,
     row->bytes = l.bytes;
     row->count = l.count;
     row->root = perf_colls[coll].rooted ? l.root : -1;
+    for (int i = 0; i < c->nranks; i++) { /* the v-forms: equal blocks */
+        c->vcounts[i] = l.count;
+        c->vdispls[i] = (size_t)i * l.count;
+        c->mcounts[i] = (int)(l.count <= INT_MAX ? l.count : 0);
+        c->mdispls[i] = (int)((size_t)i * l.count <= INT_MAX ? i * l.count : 0);
+    }
     const int dev = c->opts.device;
     const perf_bufs_t b = {alloc_elems(c, l.send_elems, esize, dev),
                            alloc_elems(c, l.recv_elems, esize, dev),
@@ -1046,6 +1133,12 @@ int main(int argc, char **argv) {
         MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &c.rank);
     MPI_Comm_size(MPI_COMM_WORLD, &c.nranks);
+    c.vcounts = malloc((size_t)c.nranks * sizeof(size_t));
+    c.vdispls = malloc((size_t)c.nranks * sizeof(size_t));
+    c.mcounts = malloc((size_t)c.nranks * sizeof(int));
+    c.mdispls = malloc((size_t)c.nranks * sizeof(int));
+    if (!c.vcounts || !c.vdispls || !c.mcounts || !c.mdispls)
+        die(&c, "out of memory");
     const hcomm_status_t st = hcomm_init(&argc, &argv);
     if (st != HCOMM_SUCCESS) die_hcomm(&c, "hcomm_init", st);
     int rc = parse_args(argc, argv, c.nranks, &c.opts, err);
@@ -1069,5 +1162,9 @@ int main(int argc, char **argv) {
         rc = 0;
     hcomm_finalize();
     MPI_Finalize();
+    free(c.vcounts);
+    free(c.vdispls);
+    free(c.mcounts);
+    free(c.mdispls);
     return rc;
 }

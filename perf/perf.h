@@ -30,8 +30,24 @@ typedef enum {
     PERF_REDUCE,
     PERF_ALLTOALL,
     PERF_BARRIER,
+    PERF_GATHER,
+    PERF_SCATTER,
+    /* The variable-count forms, run with every rank's count equal (that of
+     * the form without v), so that both libraries move what the fixed
+     * form moves, through their v paths. */
+    PERF_ALLGATHERV,
+    PERF_ALLTOALLV,
+    PERF_REDUCE_SCATTERV,
     PERF_COLL_COUNT
 } perf_coll_t;
+
+/* The fixed form whose data a collective moves (itself but for v-forms). */
+static inline perf_coll_t perf_base(perf_coll_t c) {
+    return c == PERF_ALLGATHERV        ? PERF_ALLGATHER
+           : c == PERF_ALLTOALLV       ? PERF_ALLTOALL
+           : c == PERF_REDUCE_SCATTERV ? PERF_REDUCE_SCATTER
+                                       : c;
+}
 
 /* -C all: every collective in turn, in the order above. */
 #define PERF_COLL_ALL ((int)PERF_COLL_COUNT)

@@ -22,6 +22,11 @@ const perf_coll_info_t perf_colls[PERF_COLL_COUNT] = {
     [PERF_REDUCE] = {"reduce", 1, 1, 0},
     [PERF_ALLTOALL] = {"alltoall", 0, 0, 1},
     [PERF_BARRIER] = {"barrier", 0, 0, 0},
+    [PERF_GATHER] = {"gather", 0, 1, 1},
+    [PERF_SCATTER] = {"scatter", 0, 1, 1},
+    [PERF_ALLGATHERV] = {"allgatherv", 0, 0, 1},
+    [PERF_ALLTOALLV] = {"alltoallv", 0, 0, 1},
+    [PERF_REDUCE_SCATTERV] = {"reduce_scatterv", 1, 0, 1},
 };
 
 const perf_dtype_info_t perf_dtypes[HCOMM_DTYPE_COUNT] = {
@@ -242,7 +247,9 @@ static void store_value(hcomm_dtype_t dt, void *buf, size_t i, int64_t v) {
 
 /* Elements of input each rank provides. */
 static size_t input_elems(const perf_layout_t *l) {
-    switch (l->coll) {
+    switch (perf_base(l->coll)) {
+    case PERF_SCATTER:
+        return l->rank == l->root ? l->count * (size_t)l->nranks : 0;
     case PERF_REDUCE_SCATTER:
     case PERF_ALLTOALL:
         return l->count * (size_t)l->nranks;
@@ -257,7 +264,9 @@ static void *input_buffer(const perf_layout_t *l, void *send, void *recv) {
     const size_t esize = perf_dtypes[l->dtype].size;
     if (l->coll == PERF_BROADCAST) return recv;
     if (!l->inplace) return send;
-    if (l->coll == PERF_ALLGATHER) /* in place: own block of recv */
+    /* in place: own block of recv (gather: on every rank, see
+     * hcomm_perf.c) */
+    if (perf_base(l->coll) == PERF_ALLGATHER || l->coll == PERF_GATHER)
         return (char *)recv + (size_t)l->rank * l->count * esize;
     return recv;
 }
@@ -274,7 +283,8 @@ void perf_data_fill(const perf_layout_t *l, unsigned seed, void *send,
     if (recv != NULL)
         memset(recv, POISON_BYTE, l->recv_elems * perf_dtypes[l->dtype].size);
     if (l->coll == PERF_BARRIER) return;
-    if (l->coll == PERF_BROADCAST && l->rank != l->root)
+    if ((l->coll == PERF_BROADCAST || l->coll == PERF_SCATTER) &&
+        l->rank != l->root)
         return; /* receives only */
     const int owner = l->coll == PERF_BROADCAST ? l->root : l->rank;
     fill_from(l, seed, owner, input_buffer(l, send, recv), input_elems(l));
@@ -357,7 +367,14 @@ static int source_of(const perf_layout_t *l, size_t k, int *src, size_t *j) {
     const size_t me = (size_t)l->rank;
     *src = l->root;
     *j = k;
-    switch (l->coll) {
+    switch (perf_base(l->coll)) {
+    case PERF_GATHER:
+        *src = (int)(k / l->count);
+        *j = k % l->count;
+        return 0;
+    case PERF_SCATTER:
+        *j = me * l->count + k;
+        return 0;
     case PERF_ALLREDUCE:
     case PERF_REDUCE:
         return 1;
@@ -378,7 +395,9 @@ static int source_of(const perf_layout_t *l, size_t k, int *src, size_t *j) {
 }
 
 static size_t checked_elems(const perf_layout_t *l) {
-    switch (l->coll) {
+    switch (perf_base(l->coll)) {
+    case PERF_GATHER:
+        return l->rank == l->root ? l->count * (size_t)l->nranks : 0;
     case PERF_ALLGATHER:
     case PERF_ALLTOALL:
         return l->count * (size_t)l->nranks;
@@ -427,9 +446,11 @@ long long perf_data_wrong(const perf_layout_t *l, unsigned seed,
  * data size for the best algorithm, so busbw compares with link speed. */
 double perf_busbw_factor(perf_coll_t coll, int nranks) {
     const double n = nranks;
-    switch (coll) {
+    switch (perf_base(coll)) {
     case PERF_ALLREDUCE:
         return 2.0 * (n - 1) / n;
+    case PERF_GATHER: /* the root's link carries n - 1 blocks of n */
+    case PERF_SCATTER:
     case PERF_ALLGATHER:
     case PERF_REDUCE_SCATTER:
     case PERF_ALLTOALL:

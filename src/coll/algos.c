@@ -35,6 +35,9 @@ const hcomm_algo_t hcomm_algos[] = {
     {"binomial", HCOMM_COLL_SCATTER, hcomm_scatter_binomial},
     {"direct", HCOMM_COLL_SEND, hcomm_send_direct},
     {"direct", HCOMM_COLL_RECV, hcomm_recv_direct},
+    {"ring", HCOMM_COLL_ALLGATHERV, hcomm_allgatherv_ring},
+    {"pairwise", HCOMM_COLL_ALLTOALLV, hcomm_alltoallv_pairwise},
+    {"ring", HCOMM_COLL_REDUCE_SCATTERV, hcomm_reduce_scatterv_ring},
 };
 const int hcomm_nalgos = sizeof(hcomm_algos) / sizeof(hcomm_algos[0]);
 
@@ -48,8 +51,8 @@ const hcomm_algo_t *hcomm_algo_find(hcomm_coll_t coll, const char *name) {
 
 const char *hcomm_coll_name(hcomm_coll_t coll) {
     static const char *names[HCOMM_COLL_COUNT] = {
-        "allreduce", "allgather", "reduce_scatter", "bcast",   "reduce",
-        "alltoall",  "barrier",   "gather",         "scatter", "send",
-        "recv"};
+        "allreduce", "allgather",  "reduce_scatter", "bcast",          "reduce",
+        "alltoall",  "barrier",    "gather",         "scatter",        "send",
+        "recv",      "allgatherv", "alltoallv",      "reduce_scatterv"};
     return (unsigned)coll < HCOMM_COLL_COUNT ? names[coll] : "?";
 }

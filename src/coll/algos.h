@@ -108,6 +108,9 @@ typedef struct {
     int left, right; /* real ranks of the neighbours */
     size_t total, chunk;
     uint16_t tag_base;
+    /* Variable blocks (NULL: the equal split of total): block b is blen[b]
+     * elements at boff[b]. */
+    const size_t *boff, *blen;
 } hcomm_ring_t;
 size_t hcomm_ring_chunks(const hcomm_ring_t *g); /* chunks in a block */
 size_t hcomm_ring_scratch(const hcomm_ring_t *g);
@@ -156,6 +159,13 @@ hcomm_status_t hcomm_gather_binomial(const hcomm_plan_args_t *args,
                                      hcomm_plan_t *plan);
 hcomm_status_t hcomm_scatter_binomial(const hcomm_plan_args_t *args,
                                       hcomm_plan_t *plan);
+/* vcolls.c: the variable-count collectives (args->v). */
+hcomm_status_t hcomm_allgatherv_ring(const hcomm_plan_args_t *args,
+                                     hcomm_plan_t *plan);
+hcomm_status_t hcomm_alltoallv_pairwise(const hcomm_plan_args_t *args,
+                                        hcomm_plan_t *plan);
+hcomm_status_t hcomm_reduce_scatterv_ring(const hcomm_plan_args_t *args,
+                                          hcomm_plan_t *plan);
 hcomm_status_t hcomm_send_direct(const hcomm_plan_args_t *args,
                                  hcomm_plan_t *plan);
 hcomm_status_t hcomm_recv_direct(const hcomm_plan_args_t *args,

@@ -27,6 +27,8 @@ typedef struct {
     int tag;       /* send/recv */
     int on_stream; /* a stream-ordered form */
     void *stream;
+    /* variable-count collectives; count is then what check.c compares */
+    const hcomm_vspec_t *v;
 } call_t;
 
 /* Where a call's buffers live. */
@@ -38,7 +40,19 @@ typedef struct {
 
 static int reduces(hcomm_coll_t coll) {
     return coll == HCOMM_COLL_ALLREDUCE || coll == HCOMM_COLL_REDUCE_SCATTER ||
-           coll == HCOMM_COLL_REDUCE;
+           coll == HCOMM_COLL_REDUCE || coll == HCOMM_COLL_REDUCE_SCATTERV;
+}
+
+/* Elements this rank's send or receive buffer holds. */
+static size_t send_count(const call_t *k, const hcomm_comm_impl_t *c) {
+    return k->v ? hcomm_coll_v_extent(k->coll, k->v, c->size, c->rank, 1)
+                : hcomm_coll_send_count(k->coll, c->size, c->rank, k->root,
+                                        k->count);
+}
+static size_t recv_count(const call_t *k, const hcomm_comm_impl_t *c) {
+    return k->v ? hcomm_coll_v_extent(k->coll, k->v, c->size, c->rank, 0)
+                : hcomm_coll_recv_count(k->coll, c->size, c->rank, k->root,
+                                        k->count);
 }
 
 /* Which buffers this rank reads or writes. */
@@ -61,7 +75,7 @@ static hcomm_status_t classify(const call_t *k, const hcomm_comm_impl_t *c,
     m->on_gpu = 0;
     m->device = -1;
     m->send_dev = m->recv_dev = 0;
-    if (__builtin_expect(!hcomm_gpu_present, 1) || k->count == 0)
+    if (__builtin_expect(!hcomm_gpu_present, 1) || (k->count == 0 && !k->v))
         return HCOMM_SUCCESS;
     int us, ur, sd = -1, rd = -1;
     buffers_used(k, c, &us, &ur);
@@ -102,6 +116,50 @@ static hcomm_status_t classify(const call_t *k, const hcomm_comm_impl_t *c,
     return HCOMM_SUCCESS;
 }
 
+/* The arrays of a variable-count call: present, and every block's end
+ * (displacement plus count, in bytes) representable. */
+static hcomm_status_t check_v(const call_t *k, const hcomm_comm_impl_t *c,
+                              size_t esize) {
+    const char *name = hcomm_coll_name(k->coll);
+    const hcomm_vspec_t *v = k->v;
+    int a2a = k->coll == HCOMM_COLL_ALLTOALLV;
+    if (!v->rcounts || (k->coll != HCOMM_COLL_REDUCE_SCATTERV && !v->rdispls) ||
+        (a2a && (!v->scounts || !v->sdispls)))
+        return hcomm_error(HCOMM_ERR_INVALID_ARG,
+                           "%s: a count or "
+                           "displacement array is NULL",
+                           name);
+    size_t sum = 0, ssum = 0, end;
+    for (int i = 0; i < c->size; i++) {
+        if (__builtin_add_overflow(sum, v->rcounts[i], &sum) ||
+            (v->rdispls &&
+             __builtin_add_overflow(v->rdispls[i], v->rcounts[i], &end)) ||
+            (a2a &&
+             (__builtin_add_overflow(ssum, v->scounts[i], &ssum) ||
+              __builtin_add_overflow(v->sdispls[i], v->scounts[i], &end))))
+            return hcomm_error(HCOMM_ERR_OVERFLOW,
+                               "%s: counts and displacements overflow", name);
+    }
+    if (__builtin_mul_overflow(sum > ssum ? sum : ssum, esize * 2, &end) ||
+        __builtin_mul_overflow(send_count(k, c), esize * 2, &end) ||
+        __builtin_mul_overflow(recv_count(k, c), esize * 2, &end))
+        return hcomm_error(HCOMM_ERR_OVERFLOW,
+                           "%s: buffers of %zu-byte elements overflow", name,
+                           esize);
+    if (a2a && v->scounts[c->rank] != v->rcounts[c->rank])
+        return hcomm_error(HCOMM_ERR_INVALID_ARG,
+                           "%s: rank %d sends itself %zu elements but "
+                           "receives %zu",
+                           name, c->rank, v->scounts[c->rank],
+                           v->rcounts[c->rank]);
+    if ((send_count(k, c) && !k->sendbuf) || (recv_count(k, c) && !k->recvbuf))
+        return hcomm_error(HCOMM_ERR_INVALID_ARG,
+                           "%s: %s buffer is NULL with elements to %s", name,
+                           !k->sendbuf ? "send" : "receive",
+                           !k->sendbuf ? "send" : "receive");
+    return HCOMM_SUCCESS;
+}
+
 static hcomm_status_t check_call(const call_t *k, const hcomm_comm_impl_t *c) {
     size_t esize = hcomm_dtype_size(k->dtype), total;
     if (esize == 0)
@@ -110,6 +168,7 @@ static hcomm_status_t check_call(const call_t *k, const hcomm_comm_impl_t *c) {
     if (reduces(k->coll) && (unsigned)k->op >= HCOMM_OP_COUNT)
         return hcomm_error(HCOMM_ERR_INVALID_OP, "%s: unknown operation %d",
                            hcomm_coll_name(k->coll), (int)k->op);
+    if (k->v) return check_v(k, c, esize);
     /* Every buffer holds at most size * count elements; offsets inside
      * plans must not wrap either (checked without a division, which costs
      * as much as the rest of a small call's checks). */
@@ -157,6 +216,14 @@ static int is_inplace(const call_t *k, const hcomm_comm_impl_t *c,
         return c->rank == k->root && r == s + (size_t)k->root * block;
     case HCOMM_COLL_BCAST:
         return 1;
+    case HCOMM_COLL_ALLGATHERV:
+        return s == r + k->v->rdispls[c->rank] * esize;
+    case HCOMM_COLL_REDUCE_SCATTERV: {
+        size_t at = 0;
+        for (int i = 0; i < c->rank; i++)
+            at += k->v->rcounts[i];
+        return r == s + at * esize;
+    }
     default:
         return s == r;
     }
@@ -167,10 +234,7 @@ static int is_inplace(const call_t *k, const hcomm_comm_impl_t *c,
 static hcomm_status_t check_overlap(const call_t *k, const hcomm_comm_impl_t *c,
                                     size_t esize, int inplace) {
     if (inplace || k->coll == HCOMM_COLL_BCAST) return HCOMM_SUCCESS;
-    size_t sn = esize * hcomm_coll_send_count(k->coll, c->size, c->rank,
-                                              k->root, k->count);
-    size_t rn = esize * hcomm_coll_recv_count(k->coll, c->size, c->rank,
-                                              k->root, k->count);
+    size_t sn = esize * send_count(k, c), rn = esize * recv_count(k, c);
     uintptr_t s = (uintptr_t)k->sendbuf, r = (uintptr_t)k->recvbuf;
     if (!sn || !rn || s + sn <= r || r + rn <= s) return HCOMM_SUCCESS;
     return hcomm_error(HCOMM_ERR_INVALID_ARG,
@@ -214,9 +278,16 @@ static hcomm_status_t run_direct(const call_t *k, hcomm_comm_impl_t *c,
                                  hcomm_prof_call_t *pc) {
     struct hcomm_request on_stack, *req = new_request(out, &on_stack);
     if (!req) return HCOMM_ERR_NO_MEMORY;
-    hcomm_status_t st =
-        hcomm_shm_op_start(&req->direct, c->shm, algo, k->coll, k->sendbuf,
-                           k->recvbuf, k->count, k->dtype, k->op, k->root);
+    hcomm_status_t st;
+    if (k->coll == HCOMM_COLL_REDUCE_SCATTERV)
+        st = hcomm_shm_op_start_rv(&req->direct, c->shm, k->sendbuf, k->recvbuf,
+                                   k->v->rcounts, k->dtype, k->op);
+    else if (k->v)
+        st = hcomm_shm_op_start_v(&req->direct, c->shm, k->sendbuf, k->recvbuf,
+                                  k->v->rcounts, k->v->rdispls, k->dtype);
+    else
+        st = hcomm_shm_op_start(&req->direct, c->shm, algo, k->coll, k->sendbuf,
+                                k->recvbuf, k->count, k->dtype, k->op, k->root);
     if (st == HCOMM_SUCCESS)
         st = hcomm_request_start(req, c, k->coll, NULL, NULL, !out, 0);
     if (st != HCOMM_SUCCESS) {
@@ -350,7 +421,15 @@ static hcomm_status_t run_call(const call_t *k, hcomm_comm_t comm,
     size_t esize = hcomm_dtype_size(k->dtype);
     int inplace = 0;
     call_mem_t mem = {0, -1, 0, 0};
+    call_t kv;
     if ((st = check_call(k, c)) == HCOMM_SUCCESS) {
+        if (k->v) { /* its count: what every rank passes alike (or 0) */
+            kv = *k;
+            kv.count = 0;
+            for (int i = 0; k->coll != HCOMM_COLL_ALLTOALLV && i < c->size; i++)
+                kv.count += k->v->rcounts[i];
+            k = &kv;
+        }
         inplace = !p2p && is_inplace(k, c, esize);
         if ((st = check_overlap(k, c, esize, inplace)) == HCOMM_SUCCESS)
             st = classify(k, c, &mem);
@@ -377,7 +456,10 @@ static hcomm_status_t run_call(const call_t *k, hcomm_comm_t comm,
     /* The shared segment and the node stages copy with the CPU. */
     int host_paths = !mem.on_gpu;
     /* count 0 too: every rank's descriptor must meet the others' */
-    if (host_paths && c->shm && !hcomm_select_is_forced(k->coll)) {
+    /* of the variable-count ones, those where every rank knows every
+     * count */
+    int shm_ok = !k->v || k->coll != HCOMM_COLL_ALLTOALLV;
+    if (host_paths && c->shm && shm_ok && !hcomm_select_is_forced(k->coll)) {
         hcomm_shm_algo_t direct =
             hcomm_shm_select(c->shm, k->coll, k->count * esize);
         if (direct != HCOMM_SHM_NONE) return run_direct(k, c, direct, out, pc);
@@ -415,7 +497,8 @@ static hcomm_status_t run_call(const call_t *k, hcomm_comm_t comm,
                             .scale = reduces(k->coll) && k->op == HCOMM_AVG,
                             .chunk_bytes =
                                 (size_t)hcomm_cfg_int(HCOMM_CFG_CHUNK_SIZE),
-                            .node_of = node_of};
+                            .node_of = node_of,
+                            .v = k->v};
     const hcomm_plan_t *plan;
     if ((st = hcomm_comm_plan_get(c, algo, &pa, &plan)) != HCOMM_SUCCESS)
         return st;
@@ -445,7 +528,8 @@ static hcomm_status_t run_call(const call_t *k, hcomm_comm_t comm,
      * rank with host memory would wait on the segment while this one ran
      * the plan). */
     int agree =
-        mem.on_gpu && c->shm && k->count && !hcomm_select_is_forced(k->coll) &&
+        mem.on_gpu && c->shm && k->count && shm_ok &&
+        !hcomm_select_is_forced(k->coll) &&
         hcomm_shm_select(c->shm, k->coll, k->count * esize) != HCOMM_SHM_NONE;
     if (agree)
         st = hcomm_shm_op_agree(&req->direct, c->shm, k->coll, k->count,
@@ -493,7 +577,7 @@ static hcomm_status_t run(const call_t *k, hcomm_comm_t comm,
 
 #define CALL(coll, sbuf, rbuf, count, dtype, op, root, tag)                    \
     (call_t) {                                                                 \
-        coll, sbuf, rbuf, count, dtype, op, root, tag, 0, NULL                 \
+        coll, sbuf, rbuf, count, dtype, op, root, tag, 0, NULL, NULL           \
     }
 #define NONBLOCKING(k, comm, request)                                          \
     ((request)                                                                 \
@@ -664,6 +748,77 @@ hcomm_status_t hcomm_irecv(void *buf, size_t count, hcomm_dtype_t dtype,
                            hcomm_request_t *request) {
     call_t k =
         CALL(HCOMM_COLL_RECV, NULL, buf, count, dtype, HCOMM_SUM, peer, tag);
+    return NONBLOCKING(k, comm, request);
+}
+
+/* --- variable counts ------------------------------------------------------ */
+
+static call_t vcall(hcomm_coll_t coll, const void *sendbuf, void *recvbuf,
+                    hcomm_dtype_t dtype, hcomm_op_t op,
+                    const hcomm_vspec_t *v) {
+    call_t k = CALL(coll, sendbuf, recvbuf, 0, dtype, op, 0, 0);
+    k.v = v;
+    return k;
+}
+
+hcomm_status_t hcomm_allgatherv(const void *sendbuf, void *recvbuf,
+                                const size_t *recvcounts, const size_t *displs,
+                                hcomm_dtype_t dtype, hcomm_comm_t comm) {
+    hcomm_vspec_t v = {NULL, NULL, recvcounts, displs};
+    call_t k =
+        vcall(HCOMM_COLL_ALLGATHERV, sendbuf, recvbuf, dtype, HCOMM_SUM, &v);
+    return run(&k, comm, NULL);
+}
+
+hcomm_status_t hcomm_iallgatherv(const void *sendbuf, void *recvbuf,
+                                 const size_t *recvcounts, const size_t *displs,
+                                 hcomm_dtype_t dtype, hcomm_comm_t comm,
+                                 hcomm_request_t *request) {
+    hcomm_vspec_t v = {NULL, NULL, recvcounts, displs};
+    call_t k =
+        vcall(HCOMM_COLL_ALLGATHERV, sendbuf, recvbuf, dtype, HCOMM_SUM, &v);
+    return NONBLOCKING(k, comm, request);
+}
+
+hcomm_status_t hcomm_alltoallv(const void *sendbuf, const size_t *sendcounts,
+                               const size_t *sdispls, void *recvbuf,
+                               const size_t *recvcounts, const size_t *rdispls,
+                               hcomm_dtype_t dtype, hcomm_comm_t comm) {
+    hcomm_vspec_t v = {sendcounts, sdispls, recvcounts, rdispls};
+    call_t k =
+        vcall(HCOMM_COLL_ALLTOALLV, sendbuf, recvbuf, dtype, HCOMM_SUM, &v);
+    return run(&k, comm, NULL);
+}
+
+hcomm_status_t hcomm_ialltoallv(const void *sendbuf, const size_t *sendcounts,
+                                const size_t *sdispls, void *recvbuf,
+                                const size_t *recvcounts, const size_t *rdispls,
+                                hcomm_dtype_t dtype, hcomm_comm_t comm,
+                                hcomm_request_t *request) {
+    hcomm_vspec_t v = {sendcounts, sdispls, recvcounts, rdispls};
+    call_t k =
+        vcall(HCOMM_COLL_ALLTOALLV, sendbuf, recvbuf, dtype, HCOMM_SUM, &v);
+    return NONBLOCKING(k, comm, request);
+}
+
+hcomm_status_t hcomm_reduce_scatterv(const void *sendbuf, void *recvbuf,
+                                     const size_t *recvcounts,
+                                     hcomm_dtype_t dtype, hcomm_op_t op,
+                                     hcomm_comm_t comm) {
+    hcomm_vspec_t v = {NULL, NULL, recvcounts, NULL};
+    call_t k =
+        vcall(HCOMM_COLL_REDUCE_SCATTERV, sendbuf, recvbuf, dtype, op, &v);
+    return run(&k, comm, NULL);
+}
+
+hcomm_status_t hcomm_ireduce_scatterv(const void *sendbuf, void *recvbuf,
+                                      const size_t *recvcounts,
+                                      hcomm_dtype_t dtype, hcomm_op_t op,
+                                      hcomm_comm_t comm,
+                                      hcomm_request_t *request) {
+    hcomm_vspec_t v = {NULL, NULL, recvcounts, NULL};
+    call_t k =
+        vcall(HCOMM_COLL_REDUCE_SCATTERV, sendbuf, recvbuf, dtype, op, &v);
     return NONBLOCKING(k, comm, request);
 }
 

@@ -43,9 +43,9 @@ hcomm_status_t hcomm_check_call(MPI_Comm mc, int size, hcomm_coll_t coll,
                                 int on_gpu, size_t count,
                                 hcomm_status_t local) {
     /* what every rank must agree on: no op or root where there is none */
-    int reduces = coll == HCOMM_COLL_ALLREDUCE ||
-                  coll == HCOMM_COLL_REDUCE_SCATTER ||
-                  coll == HCOMM_COLL_REDUCE;
+    int reduces =
+        coll == HCOMM_COLL_ALLREDUCE || coll == HCOMM_COLL_REDUCE_SCATTER ||
+        coll == HCOMM_COLL_REDUCE || coll == HCOMM_COLL_REDUCE_SCATTERV;
     int rooted = coll == HCOMM_COLL_BCAST || coll == HCOMM_COLL_REDUCE ||
                  coll == HCOMM_COLL_GATHER || coll == HCOMM_COLL_SCATTER;
     signature_t mine = {(int32_t)coll,     (int32_t)dtype, reduces ? op : 0,

@@ -62,8 +62,28 @@ typedef enum {
     HCOMM_COLL_SCATTER,
     HCOMM_COLL_SEND,
     HCOMM_COLL_RECV,
+    HCOMM_COLL_ALLGATHERV, /* the variable-count forms (hcomm_vspec_t) */
+    HCOMM_COLL_ALLTOALLV,
+    HCOMM_COLL_REDUCE_SCATTERV,
     HCOMM_COLL_COUNT
 } hcomm_coll_t;
+
+/* The per-rank counts of a variable-count collective, in elements, as the
+ * calling rank passed them (hcomm.h):
+ * - allgatherv: rcounts[i] elements of rank i at rdispls[i] of the receive
+ *   buffer (rcounts alike on every rank, rdispls this rank's own);
+ * - reduce_scatterv: rank i's block of the result has rcounts[i] elements,
+ *   the blocks packed in the send buffer in rank order (rdispls unused);
+ * - alltoallv: scounts[j] elements at sdispls[j] go to rank j, rcounts[j]
+ *   elements from rank j land at rdispls[j]. */
+typedef struct {
+    const size_t *scounts, *sdispls;
+    const size_t *rcounts, *rdispls;
+} hcomm_vspec_t;
+
+static inline int hcomm_coll_is_v(hcomm_coll_t coll) {
+    return coll >= HCOMM_COLL_ALLGATHERV && coll <= HCOMM_COLL_REDUCE_SCATTERV;
+}
 
 /* What a plan is built from. */
 typedef struct {
@@ -78,6 +98,10 @@ typedef struct {
     /* [size]: the node of each rank, nodes numbered by their lowest rank
      * (topo.h); NULL: one node. Only hierarchical algorithms read it. */
     const int *node_of;
+    /* Variable-count collectives: their counts (count is then this rank's
+     * block of the result for reduce_scatterv, else unused). Such plans
+     * are built per call, never cached: the arrays are the caller's. */
+    const hcomm_vspec_t *v;
 } hcomm_plan_args_t;
 
 typedef struct hcomm_plan {
@@ -127,6 +151,11 @@ size_t hcomm_coll_send_count(hcomm_coll_t coll, int size, int rank, int root,
                              size_t count);
 size_t hcomm_coll_recv_count(hcomm_coll_t coll, int size, int rank, int root,
                              size_t count);
+
+/* The same for a variable-count collective (elements the buffer must
+ * hold: the largest displacement plus its count). */
+size_t hcomm_coll_v_extent(hcomm_coll_t coll, const hcomm_vspec_t *v, int size,
+                           int rank, int send);
 
 /* An algorithm: builds the plan for one rank. Returns HCOMM_SUCCESS,
  * HCOMM_ERR_NO_MEMORY, or HCOMM_ERR_UNSUPPORTED for shapes it cannot do. */

@@ -77,3 +77,31 @@ size_t hcomm_coll_recv_count(hcomm_coll_t coll, int size, int rank, int root,
         return count;
     }
 }
+
+/* The end of the furthest block of counts at displs (packed when displs is
+ * NULL). */
+static size_t blocks_extent(const size_t *counts, const size_t *displs, int n) {
+    size_t end = 0, at = 0;
+    for (int i = 0; i < n; i++) {
+        size_t from = displs ? displs[i] : at;
+        if (counts[i] && from + counts[i] > end) end = from + counts[i];
+        at += counts[i];
+    }
+    return end;
+}
+
+size_t hcomm_coll_v_extent(hcomm_coll_t coll, const hcomm_vspec_t *v, int size,
+                           int rank, int send) {
+    switch (coll) {
+    case HCOMM_COLL_ALLGATHERV:
+        return send ? v->rcounts[rank]
+                    : blocks_extent(v->rcounts, v->rdispls, size);
+    case HCOMM_COLL_REDUCE_SCATTERV:
+        return send ? blocks_extent(v->rcounts, NULL, size) : v->rcounts[rank];
+    case HCOMM_COLL_ALLTOALLV:
+        return send ? blocks_extent(v->scounts, v->sdispls, size)
+                    : blocks_extent(v->rcounts, v->rdispls, size);
+    default:
+        return 0;
+    }
+}

@@ -7,11 +7,19 @@
 #include <stdlib.h>
 
 static size_t block_len(const hcomm_ring_t *g, int b) {
-    return hcomm_block_count(g->total, g->n, b);
+    return g->blen ? g->blen[b] : hcomm_block_count(g->total, g->n, b);
 }
 
 static size_t block_off(const hcomm_ring_t *g, int b) {
-    return hcomm_block_offset(g->total, g->n, b);
+    return g->boff ? g->boff[b] : hcomm_block_offset(g->total, g->n, b);
+}
+
+/* The largest block: the equal split's first, else the longest. */
+static size_t block_max(const hcomm_ring_t *g) {
+    size_t most = block_len(g, 0);
+    for (int b = 1; g->blen && b < g->n; b++)
+        if (g->blen[b] > most) most = g->blen[b];
+    return most;
 }
 
 /* Elements of chunk c of block b (0 past its end). */
@@ -31,12 +39,12 @@ static uint16_t ring_tag(const hcomm_ring_t *g, int s, size_t c) {
 }
 
 size_t hcomm_ring_chunks(const hcomm_ring_t *g) {
-    size_t most = block_len(g, 0);
+    size_t most = block_max(g);
     return most ? (most + g->chunk - 1) / g->chunk : 1;
 }
 
 size_t hcomm_ring_scratch(const hcomm_ring_t *g) {
-    return 2 * block_len(g, 0);
+    return 2 * block_max(g);
 }
 
 void hcomm_ring_allgather(hcomm_plan_t *plan, const hcomm_ring_t *g,
@@ -76,7 +84,7 @@ out:
 void hcomm_ring_reduce_scatter(hcomm_plan_t *plan, const hcomm_ring_t *g,
                                hcomm_ref_t src, size_t slots, hcomm_ref_t dst,
                                int *final_idx) {
-    size_t cmax = hcomm_ring_chunks(g), half = block_len(g, 0);
+    size_t cmax = hcomm_ring_chunks(g), half = block_max(g);
     int *last = malloc(2 * cmax * sizeof(int));
     if (!last) {
         plan->oom = 1;

@@ -183,6 +183,21 @@ static int rank_root(const hcomm_verify_args_t *a, int r) {
     return a->rank_roots ? a->rank_roots[r] : a->root;
 }
 
+static const hcomm_vspec_t *rank_v(const hcomm_verify_args_t *a, int r) {
+    return a->vspecs ? &a->vspecs[r] : NULL;
+}
+
+/* Elements of rank r's send (send 1) or receive buffer. */
+static size_t buffer_count(const hcomm_verify_args_t *a, int r, int send) {
+    hcomm_coll_t coll = rank_algo(a, r)->coll;
+    if (a->vspecs)
+        return hcomm_coll_v_extent(coll, rank_v(a, r), a->size, r, send);
+    return send ? hcomm_coll_send_count(coll, a->size, r, rank_root(a, r),
+                                        a->count)
+                : hcomm_coll_recv_count(coll, a->size, r, rank_root(a, r),
+                                        a->count);
+}
+
 static hcomm_status_t build_all(verify_state_t *v, const hcomm_verify_args_t *a,
                                 char *err, size_t errlen) {
     size_t esize = hcomm_dtype_size(a->dtype);
@@ -197,7 +212,8 @@ static hcomm_status_t build_all(verify_state_t *v, const hcomm_verify_args_t *a,
                                 .inplace = a->inplace,
                                 .scale = a->op == HCOMM_AVG,
                                 .chunk_bytes = a->chunk_bytes,
-                                .node_of = a->node_of};
+                                .node_of = a->node_of,
+                                .v = rank_v(a, r)};
         hcomm_plan_init(&v->plans[r]);
         hcomm_status_t st = algo->build(&pa, &v->plans[r]);
         if (st != HCOMM_SUCCESS) {
@@ -272,13 +288,10 @@ static hcomm_status_t run_all(verify_state_t *v, int n, char *err,
  * the in-place flag, as NCCL's reduce-scatter) changes the send buffer
  * legitimately: that rank's send buffer is not checked. */
 static int recv_inside_send(const hcomm_verify_args_t *a, int r) {
-    const hcomm_algo_t *algo = rank_algo(a, r);
     size_t esize = hcomm_dtype_size(a->dtype);
     uintptr_t s = (uintptr_t)a->sendbufs[r], q = (uintptr_t)a->recvbufs[r];
-    size_t sn = esize * hcomm_coll_send_count(algo->coll, a->size, r,
-                                              rank_root(a, r), a->count);
-    size_t qn = esize * hcomm_coll_recv_count(algo->coll, a->size, r,
-                                              rank_root(a, r), a->count);
+    size_t sn = esize * buffer_count(a, r, 1);
+    size_t qn = esize * buffer_count(a, r, 0);
     return q && qn && q < s + sn && s < q + qn;
 }
 
@@ -304,9 +317,7 @@ hcomm_status_t hcomm_verify_run(const hcomm_verify_args_t *a, char *err,
         goto out;
     if (!a->inplace) {
         for (int r = 0; r < n; r++) {
-            size_t send_bytes =
-                esize * hcomm_coll_send_count(rank_algo(a, r)->coll, n, r,
-                                              rank_root(a, r), a->count);
+            size_t send_bytes = esize * buffer_count(a, r, 1);
             if (!a->sendbufs[r] || !send_bytes || recv_inside_send(a, r))
                 continue;
             if (!(v.send_copies[r] = malloc(send_bytes))) goto out;
@@ -317,9 +328,7 @@ hcomm_status_t hcomm_verify_run(const hcomm_verify_args_t *a, char *err,
     if (st == HCOMM_SUCCESS) st = run_all(&v, n, err, errlen);
     if (a->cross_node_bytes) *a->cross_node_bytes = v.world.cross_node;
     for (int r = 0; st == HCOMM_SUCCESS && r < n; r++) {
-        size_t send_bytes =
-            esize * hcomm_coll_send_count(rank_algo(a, r)->coll, n, r,
-                                          rank_root(a, r), a->count);
+        size_t send_bytes = esize * buffer_count(a, r, 1);
         if (v.send_copies[r] &&
             memcmp(v.send_copies[r], a->sendbufs[r], send_bytes) != 0) {
             snprintf(err, errlen, "rank %d's send buffer was written", r);

@@ -32,6 +32,8 @@ typedef struct {
      * in cross_node_bytes (if not NULL). */
     const int *node_of;
     uint64_t *cross_node_bytes;
+    /* Variable-count collectives: each rank's counts (vspecs[r]). */
+    const hcomm_vspec_t *vspecs;
 } hcomm_verify_args_t;
 
 /* Runs to completion. On failure returns an error and writes why to err

@@ -25,12 +25,31 @@ static atomic_ulong n_comms; /* communicators set up collectively */
 static atomic_ulong n_fallback[HCMPI_NCOLL][HCMPI_NWHY];
 
 static const char *coll_names[HCMPI_NCOLL] = {
-    "allreduce", "iallreduce",           "allgather", "bcast",
-    "reduce",    "reduce_scatter_block", "alltoall",  "barrier"};
+    "allreduce",      "iallreduce",
+    "allgather",      "bcast",
+    "reduce",         "reduce_scatter_block",
+    "alltoall",       "barrier",
+    "allgatherv",     "iallgatherv",
+    "alltoallv",      "ialltoallv",
+    "reduce_scatter", "ireduce_scatter",
+    "gather",         "igather",
+    "scatter",        "iscatter",
+    "iallgather",     "ibcast",
+    "ireduce",        "ireduce_scatter_block",
+    "ialltoall",      "ibarrier"};
 static const char *mpi_names[HCMPI_NCOLL] = {
-    "MPI_Allreduce", "MPI_Iallreduce", "MPI_Allgather",
-    "MPI_Bcast",     "MPI_Reduce",     "MPI_Reduce_scatter_block",
-    "MPI_Alltoall",  "MPI_Barrier"};
+    "MPI_Allreduce",      "MPI_Iallreduce",
+    "MPI_Allgather",      "MPI_Bcast",
+    "MPI_Reduce",         "MPI_Reduce_scatter_block",
+    "MPI_Alltoall",       "MPI_Barrier",
+    "MPI_Allgatherv",     "MPI_Iallgatherv",
+    "MPI_Alltoallv",      "MPI_Ialltoallv",
+    "MPI_Reduce_scatter", "MPI_Ireduce_scatter",
+    "MPI_Gather",         "MPI_Igather",
+    "MPI_Scatter",        "MPI_Iscatter",
+    "MPI_Iallgather",     "MPI_Ibcast",
+    "MPI_Ireduce",        "MPI_Ireduce_scatter_block",
+    "MPI_Ialltoall",      "MPI_Ibarrier"};
 static const char *why_names[] = {"disabled",
                                   "re-entry",
                                   "user op",

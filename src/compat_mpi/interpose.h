@@ -42,6 +42,22 @@ typedef enum {
     HCMPI_REDUCE_SCATTER_BLOCK,
     HCMPI_ALLTOALL,
     HCMPI_BARRIER,
+    HCMPI_ALLGATHERV,
+    HCMPI_IALLGATHERV,
+    HCMPI_ALLTOALLV,
+    HCMPI_IALLTOALLV,
+    HCMPI_REDUCE_SCATTER,
+    HCMPI_IREDUCE_SCATTER,
+    HCMPI_GATHER,
+    HCMPI_IGATHER,
+    HCMPI_SCATTER,
+    HCMPI_ISCATTER,
+    HCMPI_IALLGATHER,
+    HCMPI_IBCAST,
+    HCMPI_IREDUCE,
+    HCMPI_IREDUCE_SCATTER_BLOCK,
+    HCMPI_IALLTOALL,
+    HCMPI_IBARRIER,
     HCMPI_NCOLL
 } hcmpi_coll_t;
 
@@ -304,6 +320,50 @@ int hcmpi_try_alltoall(const void *sendbuf, int sendcount,
                        MPI_Datatype sendtype, void *recvbuf, int recvcount,
                        MPI_Datatype recvtype, MPI_Comm comm, int *rc);
 int hcmpi_try_barrier(MPI_Comm comm, int *rc);
+/* The non-blocking forms (Open MPI's progress hook, interpose_ireq.c). */
+int hcmpi_try_ibcast(void *buf, int count, MPI_Datatype dtype, int root,
+                     MPI_Comm comm, MPI_Request *request, int *rc);
+int hcmpi_try_iallgather(const void *sendbuf, int sendcount,
+                         MPI_Datatype sendtype, void *recvbuf, int recvcount,
+                         MPI_Datatype recvtype, MPI_Comm comm,
+                         MPI_Request *request, int *rc);
+int hcmpi_try_ialltoall(const void *sendbuf, int sendcount,
+                        MPI_Datatype sendtype, void *recvbuf, int recvcount,
+                        MPI_Datatype recvtype, MPI_Comm comm,
+                        MPI_Request *request, int *rc);
+int hcmpi_try_ireduce(const void *sendbuf, void *recvbuf, int count,
+                      MPI_Datatype dtype, MPI_Op op, int root, MPI_Comm comm,
+                      MPI_Request *request, int *rc);
+int hcmpi_try_ireduce_scatter_block(const void *sendbuf, void *recvbuf,
+                                    int recvcount, MPI_Datatype dtype,
+                                    MPI_Op op, MPI_Comm comm,
+                                    MPI_Request *request, int *rc);
+int hcmpi_try_ibarrier(MPI_Comm comm, MPI_Request *request, int *rc);
+
+/* --- interpose_gather.c: request NULL for the blocking form. */
+int hcmpi_try_gather(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+                     void *recvbuf, int recvcount, MPI_Datatype recvtype,
+                     int root, MPI_Comm comm, MPI_Request *request, int *rc);
+int hcmpi_try_scatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+                      void *recvbuf, int recvcount, MPI_Datatype recvtype,
+                      int root, MPI_Comm comm, MPI_Request *request, int *rc);
+
+/* --- interpose_vmove.c: the variable-count calls; request NULL for the
+ * blocking form. */
+int hcmpi_try_allgatherv(const void *sendbuf, int sendcount,
+                         MPI_Datatype sendtype, void *recvbuf,
+                         const int *recvcounts, const int *displs,
+                         MPI_Datatype recvtype, MPI_Comm comm,
+                         MPI_Request *request, int *rc);
+int hcmpi_try_alltoallv(const void *sendbuf, const int *sendcounts,
+                        const int *sdispls, MPI_Datatype sendtype,
+                        void *recvbuf, const int *recvcounts,
+                        const int *rdispls, MPI_Datatype recvtype,
+                        MPI_Comm comm, MPI_Request *request, int *rc);
+int hcmpi_try_reduce_scatter(const void *sendbuf, void *recvbuf,
+                             const int *recvcounts, MPI_Datatype dtype,
+                             MPI_Op op, MPI_Comm comm, MPI_Request *request,
+                             int *rc);
 
 /* --- interpose_ireq.c ------------------------------------------------- */
 
@@ -315,5 +375,30 @@ void hcmpi_ireq_finalize(void);
 /* Wraps a running HCOMM request into an MPI request that MPI_Wait/Test
  * complete. */
 int hcmpi_ireq_wrap(hcomm_request_t hreq, MPI_Comm comm, MPI_Request *out);
+/* What a taken data-movement call does once HCOMM has finished it, on
+ * success: unpack (when from is set) from scratch, move move_bytes from
+ * move_from to move_to; then, always, free the scratch and d itself. */
+typedef struct {
+    hcmpi_layout_t unpack;
+    char *from;
+    char *scratch[2];
+    char *move_from, *move_to;
+    size_t move_bytes;
+    int on_heap; /* freed by hcmpi_done_run */
+} hcmpi_done_t;
+hcmpi_done_t *hcmpi_done_new(void); /* on the heap; NULL without memory */
+int hcmpi_done_run(void *d, hcomm_status_t st); /* an MPI error code */
+/* Ends a taken call started as hreq (st: how it started, or for a blocking
+ * call, request NULL, how it ended): a generalized request that runs d
+ * when HCOMM is done, or d now and the call's MPI return code. */
+int hcmpi_complete(hcmpi_coll_t coll, MPI_Comm comm, hcomm_status_t st,
+                   hcomm_request_t hreq, hcmpi_done_t *d, MPI_Request *request,
+                   int *rc);
+/* The same for coll, running then(arg, status) once HCOMM has finished the
+ * call and before MPI learns that it completed (unpacking, freeing
+ * scratch); then returns an MPI error code. */
+int hcmpi_ireq_wrap_then(hcomm_request_t hreq, MPI_Comm comm, MPI_Request *out,
+                         hcmpi_coll_t coll, int (*then)(void *, hcomm_status_t),
+                         void *arg);
 
 #endif

@@ -18,7 +18,11 @@
 int hcmpi_agree_settings(unsigned *mask, int bad, int packs_raw) {
     enum { BAD, NO_PACK, COLL, N = COLL + 3 * HCMPI_NCOLL };
     const unsigned moves =
-        1u << HCMPI_BCAST | 1u << HCMPI_ALLGATHER | 1u << HCMPI_ALLTOALL;
+        1u << HCMPI_BCAST | 1u << HCMPI_ALLGATHER | 1u << HCMPI_ALLTOALL |
+        1u << HCMPI_ALLGATHERV | 1u << HCMPI_IALLGATHERV |
+        1u << HCMPI_ALLTOALLV | 1u << HCMPI_IALLTOALLV | 1u << HCMPI_GATHER |
+        1u << HCMPI_IGATHER | 1u << HCMPI_SCATTER | 1u << HCMPI_ISCATTER |
+        1u << HCMPI_IALLGATHER | 1u << HCMPI_IBCAST | 1u << HCMPI_IALLTOALL;
     uint64_t v[N], all[N];
     v[BAD] = bad ? (uint64_t)INT_MAX + 1 - (uint64_t)hcmpi.world_rank : 0;
     v[NO_PACK] = !packs_raw;

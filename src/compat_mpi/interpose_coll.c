@@ -73,15 +73,27 @@ int hcmpi_try_iallreduce(const void *sendbuf, void *recvbuf, int count,
     return 1;
 }
 
-int hcmpi_try_reduce(const void *sendbuf, void *recvbuf, int count,
-                     MPI_Datatype dtype, MPI_Op op, int root, MPI_Comm comm,
-                     int *rc) {
-    const hcmpi_coll_t k = HCMPI_REDUCE;
+/* A non-blocking call hands its HCOMM request to MPI (interpose_ireq.c). */
+static int started(hcmpi_coll_t k, MPI_Comm comm, hcomm_status_t st,
+                   hcomm_request_t hreq, MPI_Request *request, int *rc) {
+    if (st != HCOMM_SUCCESS) return hcmpi_finish(k, comm, st, rc);
+    hcmpi_count_taken(k);
+    *rc = hcmpi_ireq_wrap_then(hreq, comm, request, k, NULL, NULL);
+    return 1;
+}
+
+static int try_reduce(const void *sendbuf, void *recvbuf, int count,
+                      MPI_Datatype dtype, MPI_Op op, int root, MPI_Comm comm,
+                      MPI_Request *request, int *rc) {
+    const hcmpi_coll_t k = request ? HCMPI_IREDUCE : HCMPI_REDUCE;
     hcomm_dtype_t t;
     hcomm_op_t o;
     hcmpi_why_t why;
     hcmpi_comm_t *c;
+    hcomm_request_t hreq;
     if (!hcmpi_wants(k)) return hcmpi_fallback(k, hcmpi_why_not());
+    if (request && !hcmpi_ireq_available())
+        return hcmpi_fallback(k, HCMPI_WHY_NO_PROGRESS);
     if (!hcmpi_map_dtype(dtype, 1, &t, &why) || !hcmpi_map_op(op, &o, &why))
         return hcmpi_fallback(k, why);
     if (count <= 0)
@@ -92,21 +104,42 @@ int hcmpi_try_reduce(const void *sendbuf, void *recvbuf, int count,
     if (root < 0 || root >= c->size) return hcmpi_fallback(k, HCMPI_WHY_ARGS);
     if (sendbuf == MPI_IN_PLACE) sendbuf = recvbuf; /* the root's only */
     ENTER();
-    hcomm_status_t st =
-        hcomm_reduce(sendbuf, recvbuf, (size_t)count, t, o, root, c->comm);
+    hcomm_status_t st = request ? hcomm_ireduce(sendbuf, recvbuf, (size_t)count,
+                                                t, o, root, c->comm, &hreq)
+                                : hcomm_reduce(sendbuf, recvbuf, (size_t)count,
+                                               t, o, root, c->comm);
     LEAVE();
+    if (request) return started(k, comm, st, hreq, request, rc);
     return hcmpi_finish(k, comm, st, rc);
 }
 
-int hcmpi_try_reduce_scatter_block(const void *sendbuf, void *recvbuf,
-                                   int recvcount, MPI_Datatype dtype, MPI_Op op,
-                                   MPI_Comm comm, int *rc) {
-    const hcmpi_coll_t k = HCMPI_REDUCE_SCATTER_BLOCK;
+int hcmpi_try_reduce(const void *sendbuf, void *recvbuf, int count,
+                     MPI_Datatype dtype, MPI_Op op, int root, MPI_Comm comm,
+                     int *rc) {
+    return try_reduce(sendbuf, recvbuf, count, dtype, op, root, comm, NULL, rc);
+}
+
+int hcmpi_try_ireduce(const void *sendbuf, void *recvbuf, int count,
+                      MPI_Datatype dtype, MPI_Op op, int root, MPI_Comm comm,
+                      MPI_Request *request, int *rc) {
+    return try_reduce(sendbuf, recvbuf, count, dtype, op, root, comm, request,
+                      rc);
+}
+
+static int try_reduce_scatter_block(const void *sendbuf, void *recvbuf,
+                                    int recvcount, MPI_Datatype dtype,
+                                    MPI_Op op, MPI_Comm comm,
+                                    MPI_Request *request, int *rc) {
+    const hcmpi_coll_t k =
+        request ? HCMPI_IREDUCE_SCATTER_BLOCK : HCMPI_REDUCE_SCATTER_BLOCK;
     hcomm_dtype_t t;
     hcomm_op_t o;
     hcmpi_why_t why;
     hcmpi_comm_t *c;
+    hcomm_request_t hreq;
     if (!hcmpi_wants(k)) return hcmpi_fallback(k, hcmpi_why_not());
+    if (request && !hcmpi_ireq_available())
+        return hcmpi_fallback(k, HCMPI_WHY_NO_PROGRESS);
     if (!hcmpi_map_dtype(dtype, 1, &t, &why) || !hcmpi_map_op(op, &o, &why))
         return hcmpi_fallback(k, why);
     if (recvcount <= 0)
@@ -123,6 +156,21 @@ int hcmpi_try_reduce_scatter_block(const void *sendbuf, void *recvbuf,
         sendbuf = recvbuf;
         mine += (size_t)c->rank * block;
     }
+    if (request) { /* the result moves to the front once done */
+        hcmpi_done_t *d = hcmpi_done_new();
+        if (!d)
+            return (*rc = hcmpi_report_local(k, comm, MPI_ERR_NO_MEM,
+                                             "no memory")),
+                   1;
+        d->move_from = mine;
+        d->move_to = recvbuf;
+        d->move_bytes = block;
+        ENTER();
+        hcomm_status_t st = hcomm_ireduce_scatter(
+            sendbuf, mine, (size_t)recvcount, t, o, c->comm, &hreq);
+        LEAVE();
+        return hcmpi_complete(k, comm, st, hreq, d, request, rc);
+    }
     ENTER();
     hcomm_status_t st =
         hcomm_reduce_scatter(sendbuf, mine, (size_t)recvcount, t, o, c->comm);
@@ -130,6 +178,21 @@ int hcmpi_try_reduce_scatter_block(const void *sendbuf, void *recvbuf,
     if (st == HCOMM_SUCCESS && mine != (char *)recvbuf)
         memmove(recvbuf, mine, block);
     return hcmpi_finish(k, comm, st, rc);
+}
+
+int hcmpi_try_reduce_scatter_block(const void *sendbuf, void *recvbuf,
+                                   int recvcount, MPI_Datatype dtype, MPI_Op op,
+                                   MPI_Comm comm, int *rc) {
+    return try_reduce_scatter_block(sendbuf, recvbuf, recvcount, dtype, op,
+                                    comm, NULL, rc);
+}
+
+int hcmpi_try_ireduce_scatter_block(const void *sendbuf, void *recvbuf,
+                                    int recvcount, MPI_Datatype dtype,
+                                    MPI_Op op, MPI_Comm comm,
+                                    MPI_Request *request, int *rc) {
+    return try_reduce_scatter_block(sendbuf, recvbuf, recvcount, dtype, op,
+                                    comm, request, rc);
 }
 
 int hcmpi_try_barrier(MPI_Comm comm, int *rc) {
@@ -142,6 +205,21 @@ int hcmpi_try_barrier(MPI_Comm comm, int *rc) {
     hcomm_status_t st = hcomm_barrier(c->comm);
     LEAVE();
     return hcmpi_finish(k, comm, st, rc);
+}
+
+int hcmpi_try_ibarrier(MPI_Comm comm, MPI_Request *request, int *rc) {
+    const hcmpi_coll_t k = HCMPI_IBARRIER;
+    hcmpi_why_t why;
+    hcmpi_comm_t *c;
+    hcomm_request_t hreq;
+    if (!hcmpi_wants(k)) return hcmpi_fallback(k, hcmpi_why_not());
+    if (!hcmpi_ireq_available())
+        return hcmpi_fallback(k, HCMPI_WHY_NO_PROGRESS);
+    if (!(c = hcmpi_comm_get(comm, &why))) return hcmpi_fallback(k, why);
+    ENTER();
+    hcomm_status_t st = hcomm_ibarrier(c->comm, &hreq);
+    LEAVE();
+    return started(k, comm, st, hreq, request, rc);
 }
 
 /* --- the exported C entry points ----------------------------------------- */
@@ -222,4 +300,71 @@ HCMPI_EXPORT int MPI_Barrier(MPI_Comm comm) {
     int rc;
     if (hcmpi_try_barrier(comm, &rc)) return rc;
     return PMPI_Barrier(comm);
+}
+
+/* The non-blocking forms: a request HCOMM runs from MPI's progress engine
+ * (Open MPI), else MPI's own call. */
+
+HCMPI_EXPORT int MPI_Ibcast(void *buffer, int count, MPI_Datatype datatype,
+                            int root, MPI_Comm comm, MPI_Request *request) {
+    int rc;
+    if (request &&
+        hcmpi_try_ibcast(buffer, count, datatype, root, comm, request, &rc))
+        return rc;
+    return PMPI_Ibcast(buffer, count, datatype, root, comm, request);
+}
+
+HCMPI_EXPORT int MPI_Iallgather(const void *sendbuf, int sendcount,
+                                MPI_Datatype sendtype, void *recvbuf,
+                                int recvcount, MPI_Datatype recvtype,
+                                MPI_Comm comm, MPI_Request *request) {
+    int rc;
+    if (request &&
+        hcmpi_try_iallgather(sendbuf, sendcount, sendtype, recvbuf, recvcount,
+                             recvtype, comm, request, &rc))
+        return rc;
+    return PMPI_Iallgather(sendbuf, sendcount, sendtype, recvbuf, recvcount,
+                           recvtype, comm, request);
+}
+
+HCMPI_EXPORT int MPI_Ialltoall(const void *sendbuf, int sendcount,
+                               MPI_Datatype sendtype, void *recvbuf,
+                               int recvcount, MPI_Datatype recvtype,
+                               MPI_Comm comm, MPI_Request *request) {
+    int rc;
+    if (request && hcmpi_try_ialltoall(sendbuf, sendcount, sendtype, recvbuf,
+                                       recvcount, recvtype, comm, request, &rc))
+        return rc;
+    return PMPI_Ialltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount,
+                          recvtype, comm, request);
+}
+
+HCMPI_EXPORT int MPI_Ireduce(const void *sendbuf, void *recvbuf, int count,
+                             MPI_Datatype datatype, MPI_Op op, int root,
+                             MPI_Comm comm, MPI_Request *request) {
+    int rc;
+    if (request && hcmpi_try_ireduce(sendbuf, recvbuf, count, datatype, op,
+                                     root, comm, request, &rc))
+        return rc;
+    return PMPI_Ireduce(sendbuf, recvbuf, count, datatype, op, root, comm,
+                        request);
+}
+
+HCMPI_EXPORT int MPI_Ireduce_scatter_block(const void *sendbuf, void *recvbuf,
+                                           int recvcount, MPI_Datatype datatype,
+                                           MPI_Op op, MPI_Comm comm,
+                                           MPI_Request *request) {
+    int rc;
+    if (request &&
+        hcmpi_try_ireduce_scatter_block(sendbuf, recvbuf, recvcount, datatype,
+                                        op, comm, request, &rc))
+        return rc;
+    return PMPI_Ireduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op,
+                                      comm, request);
+}
+
+HCMPI_EXPORT int MPI_Ibarrier(MPI_Comm comm, MPI_Request *request) {
+    int rc;
+    if (request && hcmpi_try_ibarrier(comm, request, &rc)) return rc;
+    return PMPI_Ibarrier(comm, request);
 }

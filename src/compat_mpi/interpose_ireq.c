@@ -16,11 +16,15 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 typedef struct ireq {
     hcomm_request_t hreq;
     MPI_Request mpi;
     hcomm_status_t status;
+    hcmpi_coll_t coll;
+    int (*then)(void *, hcomm_status_t); /* once HCOMM has finished */
+    void *arg;
     int refs; /* the pending list's and MPI's (until free_fn) */
     struct ireq *next;
 } ireq_t;
@@ -62,12 +66,13 @@ static int cancel_fn(void *state, int complete) {
 #if defined(OPEN_MPI)
 /* Completes r in MPI once HCOMM has finished it. */
 static void complete(ireq_t *r) {
+    if (r->then && r->then(r->arg, r->status) != MPI_SUCCESS &&
+        r->status == HCOMM_SUCCESS)
+        r->status = HCOMM_ERR_INTERNAL; /* unpacking failed */
     if (r->status != HCOMM_SUCCESS)
-        fprintf(stderr,
-                "[hcomm_mpi rank %d] MPI_Iallreduce failed in "
-                "HCOMM: %s: %s\n",
-                hcmpi.world_rank, hcomm_strerror(r->status),
-                hcomm_last_error());
+        fprintf(stderr, "[hcomm_mpi rank %d] %s failed in HCOMM: %s: %s\n",
+                hcmpi.world_rank, hcmpi_coll_name(r->coll),
+                hcomm_strerror(r->status), hcomm_last_error());
     PMPI_Grequest_complete(r->mpi);
     unref(r);
 }
@@ -140,10 +145,19 @@ int hcmpi_ireq_available(void) {
 }
 
 int hcmpi_ireq_wrap(hcomm_request_t hreq, MPI_Comm comm, MPI_Request *out) {
+    return hcmpi_ireq_wrap_then(hreq, comm, out, HCMPI_IALLREDUCE, NULL, NULL);
+}
+
+int hcmpi_ireq_wrap_then(hcomm_request_t hreq, MPI_Comm comm, MPI_Request *out,
+                         hcmpi_coll_t coll, int (*then)(void *, hcomm_status_t),
+                         void *arg) {
     ireq_t *r = calloc(1, sizeof(*r));
     int rc = MPI_ERR_NO_MEM;
     if (r) {
         r->hreq = hreq;
+        r->coll = coll;
+        r->then = then;
+        r->arg = arg;
         r->refs = 2;
         hcmpi_depth++;
         rc = PMPI_Grequest_start(query_fn, free_fn, cancel_fn, r, out);
@@ -152,11 +166,11 @@ int hcmpi_ireq_wrap(hcomm_request_t hreq, MPI_Comm comm, MPI_Request *out) {
     if (rc != MPI_SUCCESS) {
         /* No MPI request to hand back: finish here, report, and fail. */
         hcmpi_depth++;
-        hcomm_wait(&hreq);
+        hcomm_status_t st = hcomm_wait(&hreq);
         hcmpi_depth--;
         free(r);
-        return hcmpi_report_failure(HCMPI_IALLREDUCE, comm,
-                                    HCOMM_ERR_NO_MEMORY);
+        if (then) then(arg, st);
+        return hcmpi_report_failure(coll, comm, HCOMM_ERR_NO_MEMORY);
     }
     r->mpi = *out;
     pthread_mutex_lock(&lock);
@@ -165,4 +179,39 @@ int hcmpi_ireq_wrap(hcomm_request_t hreq, MPI_Comm comm, MPI_Request *out) {
     atomic_fetch_add(&npending, 1);
     pthread_mutex_unlock(&lock);
     return MPI_SUCCESS;
+}
+
+hcmpi_done_t *hcmpi_done_new(void) {
+    hcmpi_done_t *d = calloc(1, sizeof(hcmpi_done_t));
+    if (d) d->on_heap = 1;
+    return d;
+}
+
+int hcmpi_done_run(void *arg, hcomm_status_t st) {
+    hcmpi_done_t *d = arg;
+    int err = MPI_SUCCESS;
+    if (st == HCOMM_SUCCESS && d->from) err = hcmpi_unpack(&d->unpack, d->from);
+    if (st == HCOMM_SUCCESS && d->move_bytes && d->move_from != d->move_to)
+        memmove(d->move_to, d->move_from, d->move_bytes);
+    hcmpi_scratch_put(d->scratch[0]);
+    hcmpi_scratch_put(d->scratch[1]);
+    if (d->on_heap) free(d);
+    return err;
+}
+
+int hcmpi_complete(hcmpi_coll_t coll, MPI_Comm comm, hcomm_status_t st,
+                   hcomm_request_t hreq, hcmpi_done_t *d, MPI_Request *request,
+                   int *rc) {
+    if (st == HCOMM_SUCCESS && request) {
+        hcmpi_count_taken(coll);
+        *rc =
+            hcmpi_ireq_wrap_then(hreq, comm, request, coll, hcmpi_done_run, d);
+        return 1;
+    }
+    int err = hcmpi_done_run(d, st);
+    if (st == HCOMM_SUCCESS && err) {
+        *rc = hcmpi_report_local(coll, comm, err, "unpacking failed");
+        return 1;
+    }
+    return hcmpi_finish(coll, comm, st, rc);
 }

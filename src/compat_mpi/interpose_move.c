@@ -12,6 +12,7 @@
 #include "compat_mpi/interpose.h"
 
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define ENTER() hcmpi_depth++
@@ -53,12 +54,28 @@ static int failed(hcmpi_coll_t k, MPI_Comm comm, int err, int *rc) {
     return 1;
 }
 
-int hcmpi_try_bcast(void *buf, int count, MPI_Datatype dtype, int root,
-                    MPI_Comm comm, int *rc) {
-    const hcmpi_coll_t k = HCMPI_BCAST;
+/* A non-blocking call (request set) needs a way to progress it. */
+static int no_progress(hcmpi_coll_t k, MPI_Request *request) {
+    return request && !hcmpi_ireq_available()
+               ? hcmpi_fallback(k, HCMPI_WHY_NO_PROGRESS) + 1
+               : 0;
+}
+
+/* What finishes a call: on the stack for a blocking one (no allocation
+ * on the small-message path), on the heap for a non-blocking one. */
+static hcmpi_done_t *done_for(MPI_Request *request, hcmpi_done_t *local) {
+    if (request) return hcmpi_done_new();
+    memset(local, 0, sizeof(*local));
+    return local;
+}
+
+static int try_bcast(void *buf, int count, MPI_Datatype dtype, int root,
+                     MPI_Comm comm, MPI_Request *request, int *rc) {
+    const hcmpi_coll_t k = request ? HCMPI_IBCAST : HCMPI_BCAST;
     hcmpi_layout_t l;
     hcmpi_comm_t *c;
     if (!hcmpi_wants(k)) return hcmpi_fallback(k, hcmpi_why_not());
+    if (no_progress(k, request)) return 0;
     if (count < 0 || !hcmpi_layout(buf, (size_t)count, dtype, &l))
         return hcmpi_fallback(k, HCMPI_WHY_ARGS);
     if (l.bytes && !hcmpi_in_window(k, l.bytes))
@@ -67,33 +84,51 @@ int hcmpi_try_bcast(void *buf, int count, MPI_Datatype dtype, int root,
     if (root < 0 || root >= c->size) return hcmpi_fallback(k, HCMPI_WHY_ARGS);
     size_t n;
     hcomm_dtype_t t = hcmpi_unit(l.bytes, &n);
+    hcmpi_done_t local, *d = done_for(request, &local);
     char *data = l.contiguous ? l.data : hcmpi_scratch(l.bytes);
-    int err = data ? MPI_SUCCESS : MPI_ERR_NO_MEM;
+    int err = data && d ? MPI_SUCCESS : MPI_ERR_NO_MEM;
     if (!err && !l.contiguous && c->rank == root) err = hcmpi_pack(&l, data);
     if (err) {
         if (data != l.data) hcmpi_scratch_put(data);
+        if (d != &local) free(d);
         return failed(k, comm, err, rc);
     }
-    ENTER();
-    hcomm_status_t st = hcomm_broadcast(data, n, t, root, c->comm);
-    LEAVE();
     if (!l.contiguous) {
-        if (st == HCOMM_SUCCESS && c->rank != root)
-            err = hcmpi_unpack(&l, data);
-        hcmpi_scratch_put(data);
-        if (err) return failed(k, comm, err, rc);
+        d->scratch[0] = data;
+        if (c->rank != root) {
+            d->unpack = l;
+            d->from = data;
+        }
     }
-    return hcmpi_finish(k, comm, st, rc);
+    hcomm_request_t hreq = HCOMM_REQUEST_NULL;
+    ENTER();
+    hcomm_status_t st = request
+                            ? hcomm_ibroadcast(data, n, t, root, c->comm, &hreq)
+                            : hcomm_broadcast(data, n, t, root, c->comm);
+    LEAVE();
+    return hcmpi_complete(k, comm, st, hreq, d, request, rc);
 }
 
-int hcmpi_try_allgather(const void *sendbuf, int sendcount,
-                        MPI_Datatype sendtype, void *recvbuf, int recvcount,
-                        MPI_Datatype recvtype, MPI_Comm comm, int *rc) {
-    const hcmpi_coll_t k = HCMPI_ALLGATHER;
+int hcmpi_try_bcast(void *buf, int count, MPI_Datatype dtype, int root,
+                    MPI_Comm comm, int *rc) {
+    return try_bcast(buf, count, dtype, root, comm, NULL, rc);
+}
+
+int hcmpi_try_ibcast(void *buf, int count, MPI_Datatype dtype, int root,
+                     MPI_Comm comm, MPI_Request *request, int *rc) {
+    return try_bcast(buf, count, dtype, root, comm, request, rc);
+}
+
+static int try_allgather(const void *sendbuf, int sendcount,
+                         MPI_Datatype sendtype, void *recvbuf, int recvcount,
+                         MPI_Datatype recvtype, MPI_Comm comm,
+                         MPI_Request *request, int *rc) {
+    const hcmpi_coll_t k = request ? HCMPI_IALLGATHER : HCMPI_ALLGATHER;
     hcmpi_layout_t r, s;
     hcmpi_comm_t *c;
     int in_place = sendbuf == MPI_IN_PLACE;
     if (!hcmpi_wants(k)) return hcmpi_fallback(k, hcmpi_why_not());
+    if (no_progress(k, request)) return 0;
     if (recvcount < 0 ||
         !hcmpi_layout(recvbuf, (size_t)recvcount, recvtype, &r))
         return hcmpi_fallback(k, HCMPI_WHY_ARGS);
@@ -106,8 +141,18 @@ int hcmpi_try_allgather(const void *sendbuf, int sendcount,
         return hcmpi_fallback(k, HCMPI_WHY_ARGS);
     /* The whole receive buffer, and where this rank's block goes. */
     hcmpi_layout_times(&r, (size_t)c->size);
+    hcmpi_done_t local, *d = done_for(request, &local);
     char *all = r.contiguous ? r.data : hcmpi_scratch(r.bytes);
-    if (!all) return failed(k, comm, MPI_ERR_NO_MEM, rc);
+    if (!all || !d) {
+        if (all && all != r.data) hcmpi_scratch_put(all);
+        if (d != &local) free(d);
+        return failed(k, comm, MPI_ERR_NO_MEM, rc);
+    }
+    if (!r.contiguous) {
+        d->scratch[0] = all;
+        d->unpack = r;
+        d->from = all;
+    }
     char *mine = all + (size_t)c->rank * block;
     const char *src = mine;
     int err = MPI_SUCCESS;
@@ -129,28 +174,46 @@ int hcmpi_try_allgather(const void *sendbuf, int sendcount,
             src = mine;
         }
     }
-    hcomm_status_t st = HCOMM_SUCCESS;
-    if (!err) {
-        size_t n;
-        hcomm_dtype_t t = hcmpi_unit(block, &n);
-        ENTER();
-        st = hcomm_allgather(src, all, n, t, c->comm);
-        LEAVE();
-        if (st == HCOMM_SUCCESS && !r.contiguous) err = hcmpi_unpack(&r, all);
+    if (err) {
+        hcmpi_done_run(d, HCOMM_ERR_INTERNAL);
+        return failed(k, comm, err, rc);
     }
-    if (!r.contiguous) hcmpi_scratch_put(all);
-    if (err) return failed(k, comm, err, rc);
-    return hcmpi_finish(k, comm, st, rc);
+    size_t n;
+    hcomm_dtype_t t = hcmpi_unit(block, &n);
+    hcomm_request_t hreq = HCOMM_REQUEST_NULL;
+    ENTER();
+    hcomm_status_t st = request
+                            ? hcomm_iallgather(src, all, n, t, c->comm, &hreq)
+                            : hcomm_allgather(src, all, n, t, c->comm);
+    LEAVE();
+    return hcmpi_complete(k, comm, st, hreq, d, request, rc);
 }
 
-int hcmpi_try_alltoall(const void *sendbuf, int sendcount,
-                       MPI_Datatype sendtype, void *recvbuf, int recvcount,
-                       MPI_Datatype recvtype, MPI_Comm comm, int *rc) {
-    const hcmpi_coll_t k = HCMPI_ALLTOALL;
+int hcmpi_try_allgather(const void *sendbuf, int sendcount,
+                        MPI_Datatype sendtype, void *recvbuf, int recvcount,
+                        MPI_Datatype recvtype, MPI_Comm comm, int *rc) {
+    return try_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount,
+                         recvtype, comm, NULL, rc);
+}
+
+int hcmpi_try_iallgather(const void *sendbuf, int sendcount,
+                         MPI_Datatype sendtype, void *recvbuf, int recvcount,
+                         MPI_Datatype recvtype, MPI_Comm comm,
+                         MPI_Request *request, int *rc) {
+    return try_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount,
+                         recvtype, comm, request, rc);
+}
+
+static int try_alltoall(const void *sendbuf, int sendcount,
+                        MPI_Datatype sendtype, void *recvbuf, int recvcount,
+                        MPI_Datatype recvtype, MPI_Comm comm,
+                        MPI_Request *request, int *rc) {
+    const hcmpi_coll_t k = request ? HCMPI_IALLTOALL : HCMPI_ALLTOALL;
     hcmpi_layout_t r, s;
     hcmpi_comm_t *c;
     int in_place = sendbuf == MPI_IN_PLACE;
     if (!hcmpi_wants(k)) return hcmpi_fallback(k, hcmpi_why_not());
+    if (no_progress(k, request)) return 0;
     if (recvcount < 0 ||
         !hcmpi_layout(recvbuf, (size_t)recvcount, recvtype, &r))
         return hcmpi_fallback(k, HCMPI_WHY_ARGS);
@@ -163,30 +226,53 @@ int hcmpi_try_alltoall(const void *sendbuf, int sendcount,
                                    recvtype, size, &r, &s))
         return hcmpi_fallback(k, HCMPI_WHY_ARGS);
     hcmpi_layout_times(&r, size);
+    hcmpi_done_t local, *d = done_for(request, &local);
     char *dst = r.contiguous ? r.data : hcmpi_scratch(r.bytes);
     const char *src = dst; /* in place: HCOMM's in-place form */
     char *packed = NULL;
-    int err = dst ? MPI_SUCCESS : MPI_ERR_NO_MEM;
+    int err = dst && d ? MPI_SUCCESS : MPI_ERR_NO_MEM;
+    if (d && dst && !r.contiguous) {
+        d->scratch[0] = dst;
+        d->unpack = r;
+        d->from = dst;
+    } else if (!d && dst && !r.contiguous) {
+        hcmpi_scratch_put(dst);
+    }
     if (!err && in_place && !r.contiguous) {
         err = hcmpi_pack(&r, dst);
     } else if (!err && !in_place) {
         src = s.data;
         if (!s.contiguous) {
-            src = packed = hcmpi_scratch(s.bytes);
+            src = packed = d->scratch[1] = hcmpi_scratch(s.bytes);
             err = packed ? hcmpi_pack(&s, packed) : MPI_ERR_NO_MEM;
         }
     }
-    hcomm_status_t st = HCOMM_SUCCESS;
-    if (!err) {
-        size_t n;
-        hcomm_dtype_t t = hcmpi_unit(block, &n);
-        ENTER();
-        st = hcomm_alltoall(src, dst, n, t, c->comm);
-        LEAVE();
-        if (st == HCOMM_SUCCESS && !r.contiguous) err = hcmpi_unpack(&r, dst);
+    if (err) {
+        if (d) hcmpi_done_run(d, HCOMM_ERR_INTERNAL);
+        return failed(k, comm, err, rc);
     }
-    hcmpi_scratch_put(packed);
-    if (dst && !r.contiguous) hcmpi_scratch_put(dst);
-    if (err) return failed(k, comm, err, rc);
-    return hcmpi_finish(k, comm, st, rc);
+    size_t n;
+    hcomm_dtype_t t = hcmpi_unit(block, &n);
+    hcomm_request_t hreq = HCOMM_REQUEST_NULL;
+    ENTER();
+    hcomm_status_t st = request
+                            ? hcomm_ialltoall(src, dst, n, t, c->comm, &hreq)
+                            : hcomm_alltoall(src, dst, n, t, c->comm);
+    LEAVE();
+    return hcmpi_complete(k, comm, st, hreq, d, request, rc);
+}
+
+int hcmpi_try_alltoall(const void *sendbuf, int sendcount,
+                       MPI_Datatype sendtype, void *recvbuf, int recvcount,
+                       MPI_Datatype recvtype, MPI_Comm comm, int *rc) {
+    return try_alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount,
+                        recvtype, comm, NULL, rc);
+}
+
+int hcmpi_try_ialltoall(const void *sendbuf, int sendcount,
+                        MPI_Datatype sendtype, void *recvbuf, int recvcount,
+                        MPI_Datatype recvtype, MPI_Comm comm,
+                        MPI_Request *request, int *rc) {
+    return try_alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount,
+                        recvtype, comm, request, rc);
 }

@@ -285,7 +285,8 @@ hcomm_status_t hcomm_comm_plan_get(hcomm_comm_impl_t *c,
                                    const hcomm_plan_t **plan) {
     hcomm_plan_slot_t *victim = NULL;
     c->uses++;
-    for (int i = 0; i < HCOMM_PLAN_CACHE_SIZE; i++) {
+    /* Variable-count plans depend on the caller's arrays: never cached. */
+    for (int i = 0; !args->v && i < HCOMM_PLAN_CACHE_SIZE; i++) {
         hcomm_plan_slot_t *s = &c->plans[i];
         if (s->valid && s->algo == algo && same_args(&s->args, args)) {
             atomic_fetch_add(&s->refs, 1);

@@ -121,7 +121,7 @@ hcomm_shm_algo_t hcomm_shm_select(const hcomm_shm_t *shm, hcomm_coll_t coll,
 typedef struct {
     hcomm_shm_t *shm;
     hcomm_shm_algo_t algo;
-    hcomm_coll_t coll; /* allreduce, reduce_scatter, allgather, bcast */
+    hcomm_coll_t coll; /* any but send, recv and the v-forms */
     const char *sendbuf;
     char *recvbuf;
     size_t count, esize; /* count: elements (per rank for allgather) */
@@ -133,6 +133,11 @@ typedef struct {
     size_t rounds, round, chunk; /* chunk: elements per round */
     int phase;
     int waiting_for; /* the peer last waited on, for timeout messages */
+    char *own_copy;  /* in-place alltoall by direct reads: what peers read */
+    /* allgatherv, reduce_scatterv: every rank's count (count is the
+     * largest) and, allgatherv, place */
+    const size_t *vcounts, *vdispls;
+    size_t *vcopy; /* what they point into: the call's copy */
 } hcomm_shm_op_t;
 
 /* Starts a call (it runs once its turn on the communicator comes). op is
@@ -142,6 +147,21 @@ hcomm_status_t hcomm_shm_op_start(hcomm_shm_op_t *op, hcomm_shm_t *shm,
                                   const void *sendbuf, void *recvbuf,
                                   size_t count, hcomm_dtype_t dtype,
                                   hcomm_op_t rop, int root);
+/* allgatherv through the slots: rank r's rcounts[r] elements land at
+ * rdispls[r] of every rank's receive buffer; rounds carry a piece of every
+ * block (each as long as its block allows), the descriptor a digest of the
+ * counts. */
+hcomm_status_t hcomm_shm_op_start_v(hcomm_shm_op_t *op, hcomm_shm_t *shm,
+                                    const void *sendbuf, void *recvbuf,
+                                    const size_t *rcounts,
+                                    const size_t *rdispls, hcomm_dtype_t dtype);
+/* reduce_scatterv through the slots: rank r's block of the result has
+ * rcounts[r] elements, the blocks packed in rank order in every send
+ * buffer; a round carries a piece of every block. */
+hcomm_status_t hcomm_shm_op_start_rv(hcomm_shm_op_t *op, hcomm_shm_t *shm,
+                                     const void *sendbuf, void *recvbuf,
+                                     const size_t *rcounts, hcomm_dtype_t dtype,
+                                     hcomm_op_t rop);
 /* A call on GPU memory runs elsewhere (the plans) but first agrees here:
  * one round whose descriptor is the call's, marked as GPU memory, so that
  * ranks that passed host memory to the same call, or other arguments, all

@@ -75,6 +75,13 @@ static hcomm_status_t cma_copy(const hcomm_shm_op_t *op, int peer, void *local,
     return HCOMM_SUCCESS;
 }
 
+/* Whether a rank's slot holds a piece of every rank's block: the send
+ * buffer has a block for every rank. */
+static int per_block(hcomm_coll_t coll) {
+    return coll == HCOMM_COLL_REDUCE_SCATTER || coll == HCOMM_COLL_ALLTOALL ||
+           coll == HCOMM_COLL_SCATTER || coll == HCOMM_COLL_REDUCE_SCATTERV;
+}
+
 hcomm_status_t hcomm_shm_op_start(hcomm_shm_op_t *op, hcomm_shm_t *shm,
                                   hcomm_shm_algo_t algo, hcomm_coll_t coll,
                                   const void *sendbuf, void *recvbuf,
@@ -89,7 +96,8 @@ hcomm_status_t hcomm_shm_op_start(hcomm_shm_op_t *op, hcomm_shm_t *shm,
     op->count = count;
     op->esize = hcomm_dtype_size(dtype);
     op->root = root;
-    if (coll == HCOMM_COLL_ALLREDUCE || coll == HCOMM_COLL_REDUCE_SCATTER) {
+    if (coll == HCOMM_COLL_ALLREDUCE || coll == HCOMM_COLL_REDUCE_SCATTER ||
+        coll == HCOMM_COLL_REDUCE || coll == HCOMM_COLL_REDUCE_SCATTERV) {
         op->reduce = hcomm_kernel_reduce(dtype, rop);
         op->scale = rop == HCOMM_AVG ? hcomm_kernel_scale(dtype) : NULL;
         if (!op->reduce)
@@ -104,14 +112,24 @@ hcomm_status_t hcomm_shm_op_start(hcomm_shm_op_t *op, hcomm_shm_t *shm,
     if (algo == HCOMM_SHM_CMA) {
         op->chunk = count;
         op->rounds = count ? 1 : 0;
+        /* In place, peers would read blocks this rank overwrites: they read
+         * a copy. */
+        if (coll == HCOMM_COLL_ALLTOALL && sendbuf == recvbuf && count) {
+            size_t all = count * op->esize * (size_t)shm->size;
+            if (!(op->own_copy = malloc(all)))
+                return hcomm_error(HCOMM_ERR_NO_MEMORY,
+                                   "no memory for an in-place alltoall");
+            memcpy(op->own_copy, sendbuf, all);
+            op->sendbuf = op->own_copy;
+        }
         /* Calls on a communicator run one at a time: they share one. */
-        if (coll != HCOMM_COLL_ALLGATHER && coll != HCOMM_COLL_BCAST &&
+        if ((coll == HCOMM_COLL_ALLREDUCE ||
+             coll == HCOMM_COLL_REDUCE_SCATTER) &&
             !shm->bounce && !(shm->bounce = malloc(BOUNCE_BYTES)))
             return hcomm_error(HCOMM_ERR_NO_MEMORY, "no memory for shm bounce");
     } else {
-        /* reduce_scatter: a round holds a piece of every rank's block */
-        size_t pieces =
-            coll == HCOMM_COLL_REDUCE_SCATTER ? (size_t)shm->size : 1;
+        /* a round holds a piece of every rank's block */
+        size_t pieces = per_block(coll) ? (size_t)shm->size : 1;
         op->chunk = shm->slot_bytes / esize / pieces;
         op->rounds = (count + op->chunk - 1) / op->chunk;
     }
@@ -124,6 +142,73 @@ hcomm_status_t hcomm_shm_op_start(hcomm_shm_op_t *op, hcomm_shm_t *shm,
     op->seq = op->first;
     shm->next_seq += op->rounds;
     return HCOMM_SUCCESS;
+}
+
+/* A copy of the caller's arrays, which the caller of a non-blocking call
+ * may free once it returns (hcomm.h); made before the call takes its
+ * rounds, freed when it ends. */
+static size_t *copy_counts(const hcomm_shm_t *shm, const size_t *counts,
+                           const size_t *displs) {
+    size_t n = (size_t)shm->size;
+    size_t *copy = malloc((displs ? 2 : 1) * n * sizeof(size_t));
+    if (!copy) {
+        hcomm_error(HCOMM_ERR_NO_MEMORY, "no memory for the counts");
+        return NULL;
+    }
+    memcpy(copy, counts, n * sizeof(size_t));
+    if (displs) memcpy(copy + n, displs, n * sizeof(size_t));
+    return copy;
+}
+
+static hcomm_status_t keep_counts(hcomm_shm_op_t *op, hcomm_status_t st,
+                                  size_t *copy, int has_displs) {
+    if (st != HCOMM_SUCCESS) {
+        free(copy);
+        return st;
+    }
+    op->vcounts = op->vcopy = copy;
+    op->vdispls = has_displs ? copy + op->shm->size : NULL;
+    return HCOMM_SUCCESS;
+}
+
+/* Every rank's counts, as one word: what the ranks must pass alike. */
+static uint64_t counts_digest(const size_t *counts, int n, size_t *most) {
+    uint64_t digest = 0xcbf29ce484222325ull;
+    *most = 0;
+    for (int r = 0; r < n; r++) {
+        if (counts[r] > *most) *most = counts[r];
+        digest = (digest ^ counts[r]) * 0x100000001b3ull;
+    }
+    return digest;
+}
+
+hcomm_status_t hcomm_shm_op_start_rv(hcomm_shm_op_t *op, hcomm_shm_t *shm,
+                                     const void *sendbuf, void *recvbuf,
+                                     const size_t *rcounts, hcomm_dtype_t dtype,
+                                     hcomm_op_t rop) {
+    size_t most, *copy = copy_counts(shm, rcounts, NULL);
+    uint64_t digest = counts_digest(rcounts, shm->size, &most);
+    if (!copy) return HCOMM_ERR_NO_MEMORY;
+    hcomm_status_t st = hcomm_shm_op_start(op, shm, HCOMM_SHM_ONESHOT,
+                                           HCOMM_COLL_REDUCE_SCATTERV, sendbuf,
+                                           recvbuf, most, dtype, rop, 0);
+    op->desc[0] = digest;
+    return keep_counts(op, st, copy, 0);
+}
+
+hcomm_status_t hcomm_shm_op_start_v(hcomm_shm_op_t *op, hcomm_shm_t *shm,
+                                    const void *sendbuf, void *recvbuf,
+                                    const size_t *rcounts,
+                                    const size_t *rdispls,
+                                    hcomm_dtype_t dtype) {
+    size_t most, *copy = copy_counts(shm, rcounts, rdispls);
+    uint64_t digest = counts_digest(rcounts, shm->size, &most);
+    if (!copy) return HCOMM_ERR_NO_MEMORY;
+    hcomm_status_t st =
+        hcomm_shm_op_start(op, shm, HCOMM_SHM_ONESHOT, HCOMM_COLL_ALLGATHERV,
+                           sendbuf, recvbuf, most, dtype, HCOMM_SUM, 0);
+    op->desc[0] = digest; /* every rank's counts, not only the largest */
+    return keep_counts(op, st, copy, 1);
 }
 
 hcomm_status_t hcomm_shm_op_agree(hcomm_shm_op_t *op, hcomm_shm_t *shm,
@@ -201,8 +286,30 @@ static size_t round_count(const hcomm_shm_op_t *op) {
 /* Bytes each rank puts in its slot (or ring entry) for the round. */
 static size_t round_in_bytes(const hcomm_shm_op_t *op) {
     size_t n = round_count(op) * op->esize;
-    return op->coll == HCOMM_COLL_REDUCE_SCATTER ? n * (size_t)op->shm->size
-                                                 : n;
+    return per_block(op->coll) ? n * (size_t)op->shm->size : n;
+}
+
+/* allgatherv: elements of rank r's block in this round (its piece of the
+ * round's span, which may be shorter or empty). */
+static size_t v_piece(const hcomm_shm_op_t *op, int r) {
+    size_t off = round_offset(op), n = round_count(op), c = op->vcounts[r];
+    return c <= off ? 0 : c - off < n ? c - off : n;
+}
+
+/* Whether this rank's block is read by a peer: not a broadcast's or a
+ * scatter's receivers (they have none), nor a gather's root (it copies its
+ * own block itself). */
+static int publishes_block(const hcomm_shm_op_t *op) {
+    int root = op->shm->rank == op->root;
+    switch (op->coll) {
+    case HCOMM_COLL_BCAST:
+    case HCOMM_COLL_SCATTER:
+        return root;
+    case HCOMM_COLL_GATHER:
+        return !root;
+    default:
+        return 1;
+    }
 }
 
 /* Puts this rank's part of the round where peers will find it. */
@@ -215,19 +322,36 @@ static void publish_input(hcomm_shm_op_t *op) {
     } else if (op->algo == HCOMM_SHM_CMA) {
         hcomm_shm_info_t *info = hcomm_shm_info(shm, shm->rank);
         size_t rn = op->count * op->esize, sn = rn;
-        if (op->coll == HCOMM_COLL_ALLGATHER) rn *= (size_t)shm->size;
-        if (op->coll == HCOMM_COLL_REDUCE_SCATTER) sn *= (size_t)shm->size;
+        if (op->coll == HCOMM_COLL_ALLGATHER || op->coll == HCOMM_COLL_GATHER ||
+            op->coll == HCOMM_COLL_ALLTOALL)
+            rn *= (size_t)shm->size;
+        if (per_block(op->coll)) sn *= (size_t)shm->size;
         publish_buffer(shm, op->sendbuf, sn, &info->send_addr[p],
                        &info->send_reg[p]);
         publish_buffer(shm, op->recvbuf, rn, &info->recv_addr[p],
                        &info->recv_reg[p]);
-    } else if (op->coll == HCOMM_COLL_REDUCE_SCATTER) {
+    } else if (op->coll == HCOMM_COLL_REDUCE_SCATTERV) {
+        /* every block's piece (blocks packed in rank order), at a stride
+         * of the round's span */
+        char *in = hcomm_shm_in(shm, shm->rank, op->seq, round_in_bytes(op));
+        size_t at = 0;
+        for (int b = 0; b < shm->size; b++) {
+            memcpy(in + (size_t)b * n, op->sendbuf + (at * op->esize + off),
+                   v_piece(op, b) * op->esize);
+            at += op->vcounts[b];
+        }
+    } else if (per_block(op->coll) &&
+               (op->coll != HCOMM_COLL_SCATTER || shm->rank == op->root)) {
         /* this round's piece of every block, one after the other */
         char *in = hcomm_shm_in(shm, shm->rank, op->seq, round_in_bytes(op));
         for (int b = 0; b < shm->size; b++)
             memcpy(in + (size_t)b * n,
                    op->sendbuf + (size_t)b * op->count * op->esize + off, n);
-    } else if (op->coll != HCOMM_COLL_BCAST || shm->rank == op->root) {
+    } else if (op->coll == HCOMM_COLL_ALLGATHERV) {
+        /* ring or slot by the round's largest piece, as the readers do */
+        memcpy(hcomm_shm_in(shm, shm->rank, op->seq, n), op->sendbuf + off,
+               v_piece(op, shm->rank) * op->esize);
+    } else if (!per_block(op->coll) && publishes_block(op)) {
         memcpy(hcomm_shm_in(shm, shm->rank, op->seq, n), op->sendbuf + off, n);
     }
     /* Last, right before the counter: peers spin on that line, and a
@@ -344,6 +468,21 @@ static void slots_reduce_scatter(hcomm_shm_op_t *op) {
     if (op->scale) op->scale(dst, n, shm->size);
 }
 
+/* reduce_scatterv: this rank's piece of the round from every rank's slot,
+ * in rank order. */
+static void slots_reduce_scatterv(hcomm_shm_op_t *op) {
+    hcomm_shm_t *shm = op->shm;
+    size_t n = v_piece(op, shm->rank), in = round_in_bytes(op);
+    size_t mine = (size_t)shm->rank * round_count(op) * op->esize;
+    char *dst = op->recvbuf + round_offset(op) * op->esize;
+    if (!n) return;
+    op->reduce(dst, hcomm_shm_in(shm, 0, op->seq, in) + mine,
+               hcomm_shm_in(shm, 1, op->seq, in) + mine, n);
+    for (int r = 2; r < shm->size; r++)
+        op->reduce(dst, dst, hcomm_shm_in(shm, r, op->seq, in) + mine, n);
+    if (op->scale) op->scale(dst, n, shm->size);
+}
+
 /* The k-th peer to copy from: rank + k, so that peers copying at once
  * read different ranks (reads of one buffer by many contend on its pages,
  * which each direct read pins). */
@@ -383,6 +522,83 @@ static hcomm_status_t allgather_copy(hcomm_shm_op_t *op) {
         }
     }
     return HCOMM_SUCCESS;
+}
+
+/* Gather at the root: every rank's piece of the round into its block;
+ * scatter: this rank's piece from the root's slot; alltoall: this rank's
+ * piece from every rank's slot. Own pieces come from the send buffer (in
+ * place, they are there already). */
+static void rooted_or_a2a_copy(hcomm_shm_op_t *op) {
+    hcomm_shm_t *shm = op->shm;
+    int me = shm->rank;
+    size_t block = op->count * op->esize;
+    size_t off = round_offset(op) * op->esize, n = round_count(op) * op->esize;
+    size_t in = round_in_bytes(op);
+    if (op->coll == HCOMM_COLL_SCATTER) {
+        const char *src =
+            me == op->root
+                ? op->sendbuf + (size_t)me * block + off
+                : hcomm_shm_in(shm, op->root, op->seq, in) + (size_t)me * n;
+        if (op->recvbuf + off != src) memcpy(op->recvbuf + off, src, n);
+        return;
+    }
+    for (int k = 0; k < shm->size; k++) {
+        int r = rotated(shm, k);
+        char *dst = op->recvbuf + (size_t)r * block + off;
+        const char *src;
+        if (op->coll == HCOMM_COLL_GATHER)
+            src =
+                r == me ? op->sendbuf + off : hcomm_shm_in(shm, r, op->seq, in);
+        else /* alltoall */
+            src = r == me ? op->sendbuf + (size_t)me * block + off
+                          : hcomm_shm_in(shm, r, op->seq, in) + (size_t)me * n;
+        if (dst != src) memcpy(dst, src, n);
+    }
+}
+
+/* Direct reads: a gather's root reads every block, a scatter's receiver
+ * its block of the root's send buffer, an alltoall rank its block of every
+ * peer's (in place, of the copy each keeps, op->own_copy). */
+static hcomm_status_t rooted_or_a2a_cma(hcomm_shm_op_t *op) {
+    hcomm_shm_t *shm = op->shm;
+    int me = shm->rank;
+    size_t block = op->count * op->esize;
+    if (op->coll == HCOMM_COLL_SCATTER) {
+        if (me != op->root)
+            return peer_copy(op, op->root, 0, (size_t)me * block, op->recvbuf,
+                             block);
+        const char *own = op->sendbuf + (size_t)me * block;
+        if (op->recvbuf != own) memcpy(op->recvbuf, own, block);
+        return HCOMM_SUCCESS;
+    }
+    if (op->coll == HCOMM_COLL_GATHER && me != op->root) return HCOMM_SUCCESS;
+    for (int k = 0; k < shm->size; k++) {
+        int r = rotated(shm, k);
+        char *dst = op->recvbuf + (size_t)r * block;
+        size_t off = op->coll == HCOMM_COLL_GATHER ? 0 : (size_t)me * block;
+        if (r == me) {
+            const char *src = (op->own_copy ? op->own_copy : op->sendbuf) + off;
+            if (dst != src) memcpy(dst, src, block);
+            continue;
+        }
+        hcomm_status_t st = peer_copy(op, r, 0, off, dst, block);
+        if (st != HCOMM_SUCCESS) return st;
+    }
+    return HCOMM_SUCCESS;
+}
+
+/* allgatherv: every rank's piece of the round into its place. */
+static void allgatherv_copy(hcomm_shm_op_t *op) {
+    hcomm_shm_t *shm = op->shm;
+    size_t off = round_offset(op), n = round_count(op) * op->esize;
+    for (int k = 0; k < shm->size; k++) {
+        int r = rotated(shm, k);
+        size_t len = v_piece(op, r) * op->esize;
+        char *dst = op->recvbuf + (op->vdispls[r] + off) * op->esize;
+        const char *src = r == shm->rank ? op->sendbuf + off * op->esize
+                                         : hcomm_shm_in(shm, r, op->seq, n);
+        if (len && dst != src) memcpy(dst, src, len);
+    }
 }
 
 /* Broadcast: the receivers' part of the round. Direct-read (two ranks):
@@ -429,6 +645,23 @@ static int after_arrive(hcomm_shm_op_t *op, hcomm_status_t *st) {
     case HCOMM_COLL_ALLGATHER:
         *st = allgather_copy(op);
         return -1;
+    case HCOMM_COLL_ALLGATHERV:
+        allgatherv_copy(op);
+        return -1;
+    case HCOMM_COLL_REDUCE_SCATTERV:
+        slots_reduce_scatterv(op);
+        return -1;
+    case HCOMM_COLL_REDUCE: /* one-shot, at the root only */
+        if (is_root) oneshot_reduce(op);
+        return -1;
+    case HCOMM_COLL_GATHER:
+    case HCOMM_COLL_SCATTER:
+    case HCOMM_COLL_ALLTOALL:
+        if (op->algo == HCOMM_SHM_CMA)
+            *st = rooted_or_a2a_cma(op);
+        else if (op->coll != HCOMM_COLL_GATHER || is_root)
+            rooted_or_a2a_copy(op);
+        return -1;
     default: /* broadcast */
         if (op->algo == HCOMM_SHM_CMA) {
             /* reduced: the root's writes are over */
@@ -450,16 +683,30 @@ static int inputs_arrived(hcomm_shm_op_t *op) {
         /* a direct-read root writes into the receivers' buffers */
         return op->algo != HCOMM_SHM_CMA ||
                all_reached(op, SHM_ARRIVE, op->seq);
-    if (op->coll == HCOMM_COLL_BCAST)
-        return reached(op, op->root, SHM_ARRIVE, op->seq);
+    if (op->coll == HCOMM_COLL_BCAST || op->coll == HCOMM_COLL_SCATTER)
+        return op->shm->rank == op->root ||
+               reached(op, op->root, SHM_ARRIVE, op->seq);
+    /* gather, reduce: only the root reads */
+    if (op->coll == HCOMM_COLL_GATHER || op->coll == HCOMM_COLL_REDUCE)
+        return op->shm->rank != op->root ||
+               all_reached(op, SHM_ARRIVE, op->seq);
     return all_reached(op, SHM_ARRIVE, op->seq);
 }
 
 /* Whether this rank must stay until every peer has finished the round:
  * CMA peers read its own buffers (a broadcast's, only the root's). */
 static int waits_for_readers(const hcomm_shm_op_t *op) {
+    int root = op->shm->rank == op->root;
     if (op->algo != HCOMM_SHM_CMA) return 0;
-    return op->coll != HCOMM_COLL_BCAST || op->shm->rank == op->root;
+    switch (op->coll) {
+    case HCOMM_COLL_BCAST:
+    case HCOMM_COLL_SCATTER:
+        return root;
+    case HCOMM_COLL_GATHER:
+        return !root;
+    default:
+        return 1;
+    }
 }
 
 /* A broadcast root is often ahead of its receivers, so the next round's
@@ -490,18 +737,28 @@ static hcomm_status_t failed_earlier(const hcomm_shm_op_t *op) {
         hcomm_coll_name(op->coll), hcomm_strerror(op->shm->failed));
 }
 
+/* A call that ended, well or not, frees what it holds. */
+static hcomm_status_t op_end(hcomm_shm_op_t *op, hcomm_status_t st) {
+    free(op->own_copy);
+    free(op->vcopy);
+    op->own_copy = NULL;
+    op->vcopy = NULL;
+    return st;
+}
+
 hcomm_status_t hcomm_shm_op_progress(hcomm_shm_op_t *op) {
     hcomm_shm_t *shm = op->shm;
     hcomm_status_t st = HCOMM_SUCCESS;
     for (;;) {
         if (op->round == op->rounds) {
             if (op->rounds) shm->completed = op->first + op->rounds - 1;
-            return HCOMM_SUCCESS;
+            return op_end(op, HCOMM_SUCCESS);
         }
         switch (op->phase) {
         case PHASE_TURN:
             if (shm->completed + 1 != op->first)
-                return shm->failed ? failed_earlier(op) : HCOMM_ERR_IN_PROGRESS;
+                return shm->failed ? op_end(op, failed_earlier(op))
+                                   : HCOMM_ERR_IN_PROGRESS;
             op->phase = PHASE_FREE;
             /* fall through */
         case PHASE_FREE: {
@@ -516,9 +773,9 @@ hcomm_status_t hcomm_shm_op_progress(hcomm_shm_op_t *op) {
             if (!inputs_arrived(op)) return HCOMM_ERR_IN_PROGRESS;
             if (op->seq == op->first &&
                 (st = hcomm_shm_desc_check(op)) != HCOMM_SUCCESS)
-                return st;
+                return op_end(op, st);
             int next = after_arrive(op, &st);
-            if (st != HCOMM_SUCCESS) return st;
+            if (st != HCOMM_SUCCESS) return op_end(op, st);
             if (next < 0) break;
             op->phase = next;
         }
@@ -534,7 +791,7 @@ hcomm_status_t hcomm_shm_op_progress(hcomm_shm_op_t *op) {
             if (op->algo == HCOMM_SHM_TWOSHOT)
                 twoshot_gather(op);
             else if ((st = cma_gather_blocks(op)) != HCOMM_SUCCESS)
-                return st;
+                return op_end(op, st);
             break;
         case PHASE_DONE:
             if (!all_reached(op, SHM_DONE, op->seq))
@@ -579,6 +836,14 @@ void hcomm_shm_op_describe(const hcomm_shm_op_t *op, char *out, size_t len) {
 #define CMA_MIN_ALLREDUCE (128u << 10) /* per rank */
 #define CMA_MIN_BLOCK_2 (32u << 10)    /* allgather block, broadcast, 2 ranks */
 #define CMA_MIN_BLOCK (64u << 10)      /* allgather block, more ranks */
+/* Reduce through the slots up to SLOTS_MAX_REDUCE (the buffer), then the
+ * plans. Gather, scatter and alltoall through the slots (two copies of
+ * each byte, from cache) up to SLOTS_MAX_MOVE (all blocks), then direct
+ * reads (one copy) where the kernel allows them, else the plans. 2 ranks
+ * here: slots 2-11x MPI's speed at 256 KiB-2 MiB, direct reads 1.2-1.8x
+ * at 4-16 MiB (README, "Shared memory"). */
+#define SLOTS_MAX_REDUCE (256u << 10)
+#define SLOTS_MAX_MOVE (2u << 20)
 
 hcomm_shm_algo_t hcomm_shm_select(const hcomm_shm_t *shm, hcomm_coll_t coll,
                                   size_t bytes) {
@@ -603,6 +868,19 @@ hcomm_shm_algo_t hcomm_shm_select(const hcomm_shm_t *shm, hcomm_coll_t coll,
         return shm->cma && peers == 1 && bytes >= CMA_MIN_BLOCK_2
                    ? HCOMM_SHM_CMA
                    : HCOMM_SHM_ONESHOT;
+    case HCOMM_COLL_BARRIER:
+        return HCOMM_SHM_ONESHOT;
+    case HCOMM_COLL_ALLGATHERV: /* bytes: all blocks */
+    case HCOMM_COLL_REDUCE_SCATTERV:
+        return bytes <= SLOTS_MAX_MOVE ? HCOMM_SHM_ONESHOT : HCOMM_SHM_NONE;
+    case HCOMM_COLL_REDUCE: /* bytes: the whole buffer */
+        return bytes <= SLOTS_MAX_REDUCE ? HCOMM_SHM_ONESHOT : HCOMM_SHM_NONE;
+    case HCOMM_COLL_GATHER: /* bytes: one block */
+    case HCOMM_COLL_SCATTER:
+    case HCOMM_COLL_ALLTOALL:
+        if (bytes * (size_t)shm->size <= SLOTS_MAX_MOVE)
+            return HCOMM_SHM_ONESHOT;
+        return shm->cma ? HCOMM_SHM_CMA : HCOMM_SHM_NONE;
     default:
         return HCOMM_SHM_NONE;
     }

@@ -116,10 +116,15 @@ static inline char *hcomm_shm_res(const hcomm_shm_t *shm, int rank, int p) {
 static inline void hcomm_shm_desc_make(hcomm_shm_op_t *op, hcomm_dtype_t dtype,
                                        hcomm_op_t rop) {
     int r = op->coll == HCOMM_COLL_ALLREDUCE ||
-            op->coll == HCOMM_COLL_REDUCE_SCATTER;
+            op->coll == HCOMM_COLL_REDUCE_SCATTER ||
+            op->coll == HCOMM_COLL_REDUCE ||
+            op->coll == HCOMM_COLL_REDUCE_SCATTERV;
+    int rooted =
+        op->coll == HCOMM_COLL_BCAST || op->coll == HCOMM_COLL_REDUCE ||
+        op->coll == HCOMM_COLL_GATHER || op->coll == HCOMM_COLL_SCATTER;
     uint64_t type = r ? (uint64_t)dtype : HCOMM_SHM_DESC_SIZE | op->esize;
     uint64_t o = r ? (uint64_t)rop : HCOMM_SHM_DESC_NO_OP;
-    uint64_t root = op->coll == HCOMM_COLL_BCAST ? (uint32_t)op->root : 0;
+    uint64_t root = rooted ? (uint32_t)op->root : 0;
     op->desc[0] = op->count;
     op->desc[1] = (uint64_t)op->coll | type << 16 | o << 24 | root << 32;
 }

@@ -4,9 +4,13 @@
  * synchronising outside the algorithms, so the flags alone must keep rounds
  * apart: every dtype x op, one-shot, two-shot and CMA (allreduce; slots and
  * CMA for reduce_scatter), counts from 1 to past many slots, in place and
- * not, allgather, every broadcast root (direct reads at 2 ranks), and two
- * non-blocking calls driven in reverse order. Results are compared element by
- * element with a reference reduced here in rank order (inputs are small
+ * not, allgather, every broadcast root (direct reads at 2 ranks), reduce
+ * (every dtype x op, rotating roots), gather and scatter at every root and
+ * alltoall, in place and not, on the slots and by direct reads,
+ * allgatherv and reduce_scatterv (every dtype x op) with per-rank counts
+ * (some empty), barrier, and
+ * two non-blocking calls driven in reverse order. Results are compared element
+ * by element with a reference reduced here in rank order (inputs are small
  * integers, so every order gives the same exact value). Ranks that pass
  * different counts all fail, before writing anything, and so do later
  * calls. */
@@ -254,6 +258,150 @@ static void bcast_case(rank_t *rk, hcomm_shm_algo_t algo, size_t n, int root) {
     free(buf);
 }
 
+/* reduce to root: only the root's receive buffer is written. */
+static void reduce_case(rank_t *rk, hcomm_dtype_t dt, hcomm_op_t op, size_t n,
+                        int root, int inplace) {
+    size_t es = hcomm_dtype_size(dt);
+    int at_root = rk->rank == root;
+    char *send = malloc(n * es), *recv = malloc(n * es), *want = malloc(n * es);
+    fill(send, dt, n, rk->rank, op);
+    reference(want, dt, op, n, rk->size);
+    memset(recv, 0x5a, n * es);
+    if (inplace && at_root) memcpy(recv, send, n * es);
+    hcomm_shm_op_t a;
+    hcomm_status_t st =
+        hcomm_shm_op_start(&a, rk->shm, HCOMM_SHM_ONESHOT, HCOMM_COLL_REDUCE,
+                           inplace && at_root ? recv : send,
+                           at_root ? recv : NULL, n, dt, op, root);
+    if (st == HCOMM_SUCCESS) st = drive(&a, NULL);
+    if (st != HCOMM_SUCCESS)
+        note_failure(rk, "reduce failed: %s", hcomm_strerror(st));
+    else if (at_root && memcmp(recv, want, n * es))
+        note_failure(rk,
+                     "reduce dtype %d op %d count %zu root %d inplace %d: "
+                     "wrong result",
+                     (int)dt, (int)op, n, root, inplace);
+    free(send);
+    free(recv);
+    free(want);
+}
+
+/* gather, scatter or alltoall of n bytes a block; in place as hcomm.h
+ * says; every byte checked, and what a rank does not receive untouched. */
+static void move_case(rank_t *rk, hcomm_shm_algo_t algo, hcomm_coll_t coll,
+                      size_t n, int root, int inplace) {
+    int P = rk->size, me = rk->rank, at_root = me == root;
+    size_t all = n * (size_t)P;
+    unsigned char *send = malloc(all), *recv = malloc(all);
+    memset(recv, 0xee, all);
+    const unsigned char *s = send;
+    unsigned char *r = recv;
+    /* send: byte i of block b of rank q is byte_of(q * 8 + b, i) */
+    for (int b = 0; b < P; b++)
+        for (size_t i = 0; i < n; i++)
+            send[(size_t)b * n + i] = byte_of(me * 8 + b, i);
+    if (coll == HCOMM_COLL_GATHER && inplace && at_root) {
+        memcpy(recv + (size_t)me * n, send, n);
+        s = recv + (size_t)me * n;
+    } else if (coll == HCOMM_COLL_SCATTER && inplace && at_root) {
+        r = send + (size_t)me * n;
+    } else if (coll == HCOMM_COLL_ALLTOALL && inplace) {
+        memcpy(recv, send, all);
+        s = recv;
+    }
+    hcomm_shm_op_t op;
+    hcomm_status_t st = hcomm_shm_op_start(&op, rk->shm, algo, coll, s, r, n,
+                                           HCOMM_UINT8, HCOMM_SUM, root);
+    if (st == HCOMM_SUCCESS) st = drive(&op, NULL);
+    size_t bad = 0;
+    for (size_t k = 0; k < all && st == HCOMM_SUCCESS; k++) {
+        int b = (int)(k / n);
+        size_t i = k % n;
+        int want;
+        if (coll == HCOMM_COLL_GATHER)
+            want = at_root ? byte_of(b * 8, i) : 0xee;
+        else if (coll == HCOMM_COLL_ALLTOALL)
+            want = byte_of(b * 8 + me, i);
+        else /* scatter: block 0 of recv, or in place the root's own */
+            want = k < n ? byte_of(root * 8 + me, i) : 0xee;
+        unsigned char got = coll == HCOMM_COLL_SCATTER && inplace && at_root
+                                ? (k < n ? r[k] : 0xee)
+                                : recv[k];
+        bad += got != want;
+    }
+    if (st != HCOMM_SUCCESS || bad)
+        note_failure(rk, "%s %s count %zu root %d inplace %d: %s, %zu wrong",
+                     hcomm_coll_name(coll), algo_name(algo), n, root, inplace,
+                     hcomm_strerror(st), bad);
+    free(send);
+    free(recv);
+}
+
+/* allgatherv: rank q's block is (q * 3 + n) % 7 * n / 3 bytes (some
+ * empty), placed in reverse rank order with a gap before each; gaps keep
+ * their bytes. */
+static void allgatherv_case(rank_t *rk, size_t n, int inplace) {
+    int P = rk->size, me = rk->rank;
+    size_t counts[MAXP], displs[MAXP], at = 0;
+    for (int q = P - 1; q >= 0; q--) {
+        counts[q] = (size_t)((q * 3 + (int)n) % 7) * n / 3;
+        displs[q] = at + 1;
+        at += counts[q] + 1;
+    }
+    unsigned char *recv = malloc(at + 1), *send = malloc(counts[me] + 1);
+    memset(recv, 0xee, at + 1);
+    unsigned char *mine = inplace ? recv + displs[me] : send;
+    for (size_t i = 0; i < counts[me]; i++)
+        mine[i] = byte_of(me, i);
+    hcomm_shm_op_t op;
+    hcomm_status_t st = hcomm_shm_op_start_v(&op, rk->shm, mine, recv, counts,
+                                             displs, HCOMM_UINT8);
+    if (st == HCOMM_SUCCESS) st = drive(&op, NULL);
+    size_t bad = 0;
+    for (size_t k = 0; k < at && st == HCOMM_SUCCESS; k++) {
+        int want = 0xee;
+        for (int q = 0; q < P; q++)
+            if (k >= displs[q] && k < displs[q] + counts[q])
+                want = byte_of(q, k - displs[q]);
+        bad += recv[k] != want;
+    }
+    if (st != HCOMM_SUCCESS || bad)
+        note_failure(rk, "allgatherv n %zu inplace %d: %s, %zu wrong", n,
+                     inplace, hcomm_strerror(st), bad);
+    free(recv);
+    free(send);
+}
+
+/* reduce_scatterv: rank q's block is (q * 5 + n) % 4 * n / 2 elements
+ * (some empty), packed in rank order in every send buffer. */
+static void reduce_scatterv_case(rank_t *rk, hcomm_dtype_t dt, hcomm_op_t op,
+                                 size_t n, int inplace) {
+    int P = rk->size, me = rk->rank;
+    size_t es = hcomm_dtype_size(dt), counts[MAXP], total = 0, before = 0;
+    for (int q = 0; q < P; q++) {
+        counts[q] = (size_t)((q * 5 + (int)n) % 4) * n / 2;
+        if (q < me) before += counts[q];
+        total += counts[q];
+    }
+    char *send = malloc(total * es + 1), *want = malloc(total * es + 1);
+    char *recv = malloc(counts[me] * es + 1);
+    fill(send, dt, total, me, op);
+    reference(want, dt, op, total, P);
+    char *out = inplace ? send + before * es : recv;
+    hcomm_shm_op_t a;
+    hcomm_status_t st =
+        hcomm_shm_op_start_rv(&a, rk->shm, send, out, counts, dt, op);
+    if (st == HCOMM_SUCCESS) st = drive(&a, NULL);
+    if (st != HCOMM_SUCCESS || memcmp(out, want + before * es, counts[me] * es))
+        note_failure(rk,
+                     "reduce_scatterv dtype %d op %d n %zu inplace %d: %s%s",
+                     (int)dt, (int)op, n, inplace, hcomm_strerror(st),
+                     st == HCOMM_SUCCESS ? ", wrong result" : "");
+    free(send);
+    free(want);
+    free(recv);
+}
+
 static void *rank_main(void *arg) {
     rank_t *rk = arg;
     static const hcomm_shm_algo_t algos[] = {HCOMM_SHM_ONESHOT,
@@ -277,6 +425,37 @@ static void *rank_main(void *arg) {
             allgather_case(rk, algos[a], counts[c], 1);
             for (int root = 0; root < rk->size; root++)
                 bcast_case(rk, algos[a], counts[c], root);
+            /* gather, scatter, alltoall: slots and direct reads */
+            for (int root = 0; root < rk->size; root++)
+                for (int ip = 0; ip < 2; ip++) {
+                    move_case(rk, algos[a], HCOMM_COLL_GATHER, counts[c], root,
+                              ip);
+                    move_case(rk, algos[a], HCOMM_COLL_SCATTER, counts[c], root,
+                              ip);
+                }
+            move_case(rk, algos[a], HCOMM_COLL_ALLTOALL, counts[c], 0, 0);
+            move_case(rk, algos[a], HCOMM_COLL_ALLTOALL, counts[c], 0, 1);
+            if (algos[a] != HCOMM_SHM_ONESHOT) continue;
+            /* reduce, allgatherv and barrier: slots only */
+            allgatherv_case(rk, counts[c], (int)(c % 2));
+            for (int dt = 0; dt < HCOMM_DTYPE_COUNT; dt++)
+                for (int op = 0; op < HCOMM_OP_COUNT; op++)
+                    reduce_scatterv_case(rk, (hcomm_dtype_t)dt, (hcomm_op_t)op,
+                                         counts[c],
+                                         (int)((c + (size_t)op) % 2));
+            for (int dt = 0; dt < HCOMM_DTYPE_COUNT; dt++)
+                for (int op = 0; op < HCOMM_OP_COUNT; op++)
+                    reduce_case(rk, (hcomm_dtype_t)dt, (hcomm_op_t)op,
+                                counts[c],
+                                (int)((c + (size_t)op) % 8) % rk->size,
+                                (int)((c + (size_t)dt) % 2));
+            hcomm_shm_op_t b;
+            hcomm_status_t st = hcomm_shm_op_start(
+                &b, rk->shm, HCOMM_SHM_ONESHOT, HCOMM_COLL_BARRIER, NULL, NULL,
+                0, HCOMM_UINT8, HCOMM_SUM, 0);
+            if (st == HCOMM_SUCCESS) st = drive(&b, NULL);
+            if (st != HCOMM_SUCCESS)
+                note_failure(rk, "barrier failed: %s", hcomm_strerror(st));
         }
     return NULL;
 }

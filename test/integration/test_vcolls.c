@@ -1,0 +1,284 @@
+/* The variable-count collectives end to end: allgatherv, alltoallv and
+ * reduce_scatterv, every dtype (and every op for reduce_scatterv), in place
+ * and not, blocking and non-blocking (the count arrays overwritten as soon
+ * as the call returns), counts that differ per rank (and per pair) with
+ * zeros, ones, odd counts and one large prime, blocks placed out of rank
+ * order with gaps; results compared bit for bit with reference.h, and the
+ * gaps must keep what they held. Then bad arguments: refused with
+ * a message, nothing sent. */
+#include "mpi_check.h"
+#include "reference.h"
+
+#include <mpi.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define NPATTERNS 4
+#define POISON 0x5a
+
+static int nranks, rank;
+
+/* What rank i sends rank j (alltoallv), or rank i's block (j == i).
+ * Symmetric, so that in-place alltoallv is legal. */
+static size_t pattern_count(int p, int i, int j) {
+    int a = i < j ? i : j, b = i < j ? j : i;
+    switch (p) {
+    case 0:
+        return 0;
+    case 1:
+        return (size_t)((a * 3 + b * 5) % 4); /* 0, 1, 2, 3 */
+    case 2:
+        return (a + b) % 2 ? 7 : 0;
+    default:
+        return a == b && a == nranks - 1 ? 1031 : (size_t)(a + b) % 3;
+    }
+}
+
+/* Blocks in reverse rank order, a gap of three elements before each. */
+static size_t place(const size_t *counts, size_t *displs) {
+    size_t at = 0;
+    for (int b = nranks - 1; b >= 0; b--) {
+        displs[b] = at + 3;
+        at += counts[b] + 3;
+    }
+    return at;
+}
+
+typedef struct {
+    int coll; /* 0 allgatherv, 1 alltoallv, 2 reduce_scatterv */
+    hcomm_dtype_t t;
+    hcomm_op_t op;
+    int pattern, inplace, nonblocking;
+} vcase_t;
+
+static const char *coll_names[] = {"allgatherv", "alltoallv",
+                                   "reduce_scatterv"};
+
+/* A copy of an array that the call may read only before it returns. */
+static size_t *dup_counts(const size_t *a) {
+    size_t *c = malloc((size_t)nranks * sizeof(size_t));
+    memcpy(c, a, (size_t)nranks * sizeof(size_t));
+    return c;
+}
+
+/* The calls get copies of the arrays, overwritten with garbage as soon as
+ * the call returns (hcomm.h: the arrays are read before, also by the
+ * non-blocking forms). */
+static hcomm_status_t call(const vcase_t *k, const void *s, void *r,
+                           const size_t *sc0, const size_t *sd0,
+                           const size_t *rc0, const size_t *rd0,
+                           hcomm_comm_t comm) {
+    hcomm_request_t req = HCOMM_REQUEST_NULL;
+    hcomm_status_t st;
+    size_t *sc = dup_counts(sc0), *sd = dup_counts(sd0);
+    size_t *rc = dup_counts(rc0), *rd = dup_counts(rd0);
+    switch (k->coll) {
+    case 0:
+        st = k->nonblocking ? hcomm_iallgatherv(s, r, rc, rd, k->t, comm, &req)
+                            : hcomm_allgatherv(s, r, rc, rd, k->t, comm);
+        break;
+    case 1:
+        st = k->nonblocking
+                 ? hcomm_ialltoallv(s, sc, sd, r, rc, rd, k->t, comm, &req)
+                 : hcomm_alltoallv(s, sc, sd, r, rc, rd, k->t, comm);
+        break;
+    default:
+        st = k->nonblocking
+                 ? hcomm_ireduce_scatterv(s, r, rc, k->t, k->op, comm, &req)
+                 : hcomm_reduce_scatterv(s, r, rc, k->t, k->op, comm);
+    }
+    size_t bytes = (size_t)nranks * sizeof(size_t);
+    memset(sc, 0xff, bytes);
+    memset(sd, 0xff, bytes);
+    memset(rc, 0xff, bytes);
+    memset(rd, 0xff, bytes);
+    if (st == HCOMM_SUCCESS && k->nonblocking) st = hcomm_wait(&req);
+    free(sc);
+    free(sd);
+    free(rc);
+    free(rd);
+    return st;
+}
+
+static void store_input(const vcase_t *k, int r, size_t gi, char *buf,
+                        size_t j) {
+    int64_t v = ref_input(k->t, k->coll == 2 ? k->op : HCOMM_SUM, r, gi);
+    ref_store(k->t, buf, j, (double)v, v);
+}
+
+static void run_case(const vcase_t *k, hcomm_comm_t comm) {
+    int n = nranks;
+    size_t es = hcomm_dtype_size(k->t);
+    size_t *sc = calloc((size_t)n, sizeof(size_t));
+    size_t *sd = calloc((size_t)n, sizeof(size_t));
+    size_t *rc = calloc((size_t)n, sizeof(size_t));
+    size_t *rd = calloc((size_t)n, sizeof(size_t));
+    size_t *off = calloc((size_t)n, sizeof(size_t));
+    size_t sext = 0, rext = 0, total = 0;
+    for (int j = 0; j < n; j++) {
+        sc[j] = pattern_count(k->pattern, rank, j);
+        rc[j] = k->coll == 1 ? pattern_count(k->pattern, j, rank)
+                             : pattern_count(k->pattern, j, j);
+        off[j] = total;
+        total += rc[j];
+    }
+    if (k->coll == 2) {
+        sext = total;
+        rext = rc[rank];
+    } else {
+        rext = place(rc, rd);
+        sext = k->coll == 0 ? rc[rank] : place(sc, sd);
+    }
+    char *sbuf = malloc(sext * es + 1), *rbuf = malloc(rext * es + 1);
+    char *want = malloc(rext * es + 1);
+    memset(rbuf, POISON, rext * es + 1);
+    memset(want, POISON, rext * es + 1);
+    const char *send = sbuf;
+    char *recv = rbuf, *got = rbuf;
+    switch (k->coll) {
+    case 0:
+        for (size_t i = 0; i < rc[rank]; i++)
+            store_input(k, rank, i, sbuf, i);
+        for (int b = 0; b < n; b++)
+            for (size_t i = 0; i < rc[b]; i++)
+                store_input(k, b, i, want, rd[b] + i);
+        if (k->inplace) {
+            memcpy(rbuf + rd[rank] * es, sbuf, rc[rank] * es);
+            send = rbuf + rd[rank] * es;
+        }
+        break;
+    case 1:
+        /* rank q's send buffer holds its global indices, placed like its
+         * receive buffer in place (place() is the same on every rank) */
+        for (size_t i = 0; i < sext; i++)
+            store_input(k, rank, i, sbuf, i);
+        for (int q = 0; q < n; q++) {
+            size_t qsd[64], qsc[64];
+            for (int j = 0; j < n; j++)
+                qsc[j] = k->inplace ? pattern_count(k->pattern, j, q)
+                                    : pattern_count(k->pattern, q, j);
+            place(qsc, qsd);
+            for (size_t i = 0; i < rc[q]; i++)
+                store_input(k, q, qsd[rank] + i, want, rd[q] + i);
+        }
+        if (k->inplace) {
+            for (int j = 0; j < n; j++)
+                for (size_t i = 0; i < rc[j]; i++)
+                    store_input(k, rank, rd[j] + i, rbuf, rd[j] + i);
+            send = rbuf;
+        }
+        break;
+    default:
+        for (size_t i = 0; i < total; i++)
+            store_input(k, rank, i, sbuf, i);
+        for (size_t i = 0; i < rc[rank]; i++)
+            ref_expect(k->t, k->op, n, off[rank], i, want);
+        if (k->inplace) got = recv = sbuf + off[rank] * es;
+        break;
+    }
+    hcomm_status_t st = call(k, send, recv, sc, sd, rc, rd, comm);
+    char what[160];
+    snprintf(what, sizeof(what), "%s %s %s pattern %d %s %s",
+             coll_names[k->coll], ref_dtype_names[k->t],
+             k->coll == 2 ? ref_op_names[k->op] : "-", k->pattern,
+             k->inplace ? "in place" : "out of place",
+             k->nonblocking ? "non-blocking" : "blocking");
+    CHECK(st == HCOMM_SUCCESS, "%s: %s (%s)", what, hcomm_strerror(st),
+          hcomm_last_error());
+    size_t bad = 0, first = 0;
+    for (size_t i = 0; i < rext; i++)
+        if (memcmp(got + i * es, want + i * es, es) != 0 && bad++ == 0)
+            first = i;
+    CHECK(bad == 0, "%s: %zu wrong elements (gaps included), first at %zu",
+          what, bad, first);
+    free(sbuf);
+    free(rbuf);
+    free(want);
+    free(sc);
+    free(sd);
+    free(rc);
+    free(rd);
+    free(off);
+}
+
+/* Refused on every rank alike, before anything moves: the communicator
+ * stays usable. */
+static void test_bad_input(hcomm_comm_t comm) {
+    size_t *c = calloc((size_t)nranks, sizeof(size_t));
+    size_t *d = calloc((size_t)nranks, sizeof(size_t));
+    int x[4] = {0, 0, 0, 0};
+    hcomm_request_t req;
+    CHECK(hcomm_allgatherv(x, x + 1, NULL, d, HCOMM_INT32, comm) ==
+              HCOMM_ERR_INVALID_ARG,
+          "allgatherv with NULL counts");
+    CHECK(strstr(hcomm_last_error(), "NULL") != NULL, "message: %s",
+          hcomm_last_error());
+    CHECK(hcomm_alltoallv(x, c, NULL, x + 1, c, d, HCOMM_INT32, comm) ==
+              HCOMM_ERR_INVALID_ARG,
+          "alltoallv with NULL sdispls");
+    CHECK(hcomm_ireduce_scatterv(x, x, c, (hcomm_dtype_t)99, HCOMM_SUM, comm,
+                                 &req) == HCOMM_ERR_INVALID_DTYPE,
+          "reduce_scatterv with a bad type");
+    CHECK(hcomm_reduce_scatterv(x, x + 1, c, HCOMM_INT32, (hcomm_op_t)42,
+                                comm) == HCOMM_ERR_INVALID_OP,
+          "reduce_scatterv with a bad op");
+    CHECK(hcomm_iallgatherv(x, x, c, d, HCOMM_INT32, comm, NULL) ==
+              HCOMM_ERR_INVALID_ARG,
+          "iallgatherv without a request");
+    c[rank] = 1;
+    CHECK(hcomm_allgatherv(x, NULL, c, d, HCOMM_INT32, comm) ==
+              HCOMM_ERR_INVALID_ARG,
+          "allgatherv into NULL");
+    d[0] = SIZE_MAX;
+    c[0] = 2;
+    CHECK(hcomm_allgatherv(x, x + 2, c, d, HCOMM_INT32, comm) ==
+              HCOMM_ERR_OVERFLOW,
+          "allgatherv with an overflowing displacement");
+    /* rank sends itself 1 but receives 2 */
+    size_t *s1 = calloc((size_t)nranks, sizeof(size_t));
+    size_t *r2 = calloc((size_t)nranks, sizeof(size_t));
+    size_t *z = calloc((size_t)nranks, sizeof(size_t));
+    s1[rank] = 1;
+    r2[rank] = 2;
+    int y[4] = {0, 0, 0, 0};
+    CHECK(hcomm_alltoallv(x, s1, z, y, r2, z, HCOMM_INT32, comm) ==
+              HCOMM_ERR_INVALID_ARG,
+          "alltoallv with a self block of two sizes");
+    /* overlapping buffers, not in place */
+    size_t one[64] = {0}, zero[64] = {0};
+    one[rank] = 2;
+    CHECK(hcomm_alltoallv(x, one, zero, x + 1, one, zero, HCOMM_INT32, comm) ==
+              HCOMM_ERR_INVALID_ARG,
+          "alltoallv with overlapping buffers");
+    free(s1);
+    free(r2);
+    free(z);
+    free(c);
+    free(d);
+    CHECK_OK(hcomm_barrier(comm)); /* still usable */
+}
+
+int main(int argc, char **argv) {
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &nranks);
+    check_rank = rank;
+    hcomm_comm_t world;
+    CHECK_OK(hcomm_init(&argc, &argv));
+    CHECK_OK(hcomm_comm_create(MPI_COMM_WORLD, &world));
+    for (int coll = 0; coll < 3; coll++)
+        for (int t = 0; t < HCOMM_DTYPE_COUNT; t++)
+            for (int op = 0; op < (coll == 2 ? HCOMM_OP_COUNT : 1); op++)
+                for (int p = 0; p < NPATTERNS; p++)
+                    for (int ip = 0; ip < 2; ip++) {
+                        vcase_t k = {coll, (hcomm_dtype_t)t, (hcomm_op_t)op, p,
+                                     ip,   (p + ip + t) % 2};
+                        run_case(&k, world);
+                    }
+    test_bad_input(world);
+    CHECK_OK(hcomm_comm_free(&world));
+    CHECK_OK(hcomm_finalize());
+    int rc = check_summary("test_vcolls");
+    MPI_Finalize();
+    return rc;
+}
