@@ -168,6 +168,37 @@ static hcomm_status_t run_onebit(const job_t *j, const float *in, float *out,
     return st;
 }
 
+/* HCOMM_COMPRESS's values. */
+hcomm_status_t hcomm_compress_parse(const char *s, hcomm_compress_t *kind,
+                                    double *density) {
+    *density = 0;
+    if (!s || !*s || strcmp(s, "none") == 0) {
+        *kind = HCOMM_COMPRESS_NONE;
+    } else if (strcmp(s, "bf16") == 0) {
+        *kind = HCOMM_COMPRESS_BF16;
+    } else if (strcmp(s, "fp16") == 0) {
+        *kind = HCOMM_COMPRESS_FP16;
+    } else if (strcmp(s, "onebit") == 0) {
+        *kind = HCOMM_COMPRESS_ONEBIT;
+    } else if (strncmp(s, "topk:", 5) == 0) {
+        char *end;
+        double d = strtod(s + 5, &end);
+        if (end == s + 5 || *end || !(d > 0 && d <= 1))
+            return hcomm_error(HCOMM_ERR_INVALID_ARG,
+                               "HCOMM_COMPRESS=%s: top-k needs a density in "
+                               "(0, 1], as topk:0.01",
+                               s);
+        *kind = HCOMM_COMPRESS_TOPK;
+        *density = d;
+    } else {
+        return hcomm_error(HCOMM_ERR_INVALID_ARG,
+                           "HCOMM_COMPRESS=%s: expected none, bf16, fp16, "
+                           "topk:<density> or onebit",
+                           s);
+    }
+    return HCOMM_SUCCESS;
+}
+
 /* The communicator default: HCOMM_COMPRESS (lossy schemes without error
  * feedback: a default cannot know which tensor a call carries). */
 static hcomm_status_t default_opts(hcomm_allreduce_opts_t *o) {

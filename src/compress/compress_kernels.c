@@ -1,29 +1,37 @@
 /* The compressors' CPU kernels: 16-bit conversion, top-k selection, sign
  * packing (compress.h). */
 #include "compress/compress.h"
-#include "core/log.h"
-#include "kernels/reduce.h"
+#include "kernels/reduce_impl.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+/* The branch-free conversions of reduce_impl.h, inlined so that the loops
+ * vectorise (this file is built with the kernels' flags). */
 void hcomm_cmp_to16(uint16_t *dst, const float *src, size_t n, int bf16) {
     if (bf16)
         for (size_t i = 0; i < n; i++)
-            dst[i] = hcomm_float_to_bf16(src[i]);
+            dst[i] = f32_to_bf16(src[i]);
     else
         for (size_t i = 0; i < n; i++)
-            dst[i] = hcomm_float_to_half(src[i]);
+            dst[i] = f32_to_half(src[i]);
 }
 
 void hcomm_cmp_from16(float *acc, const uint16_t *src, size_t n, int bf16,
                       int add) {
-    for (size_t i = 0; i < n; i++) {
-        float v =
-            bf16 ? hcomm_bf16_to_float(src[i]) : hcomm_half_to_float(src[i]);
-        acc[i] = add ? acc[i] + v : v;
-    }
+    if (bf16 && add)
+        for (size_t i = 0; i < n; i++)
+            acc[i] += bf16_to_f32(src[i]);
+    else if (bf16)
+        for (size_t i = 0; i < n; i++)
+            acc[i] = bf16_to_f32(src[i]);
+    else if (add)
+        for (size_t i = 0; i < n; i++)
+            acc[i] += half_to_f32(src[i]);
+    else
+        for (size_t i = 0; i < n; i++)
+            acc[i] = half_to_f32(src[i]);
 }
 
 /* a before b: larger magnitude, then lower index. */
@@ -97,34 +105,4 @@ void hcomm_onebit_unpack(float *acc, const uint8_t *bits, float scale, size_t n,
         float v = bits[i / 8] >> (i % 8) & 1 ? scale : -scale;
         acc[i] = add ? acc[i] + v : v;
     }
-}
-
-hcomm_status_t hcomm_compress_parse(const char *s, hcomm_compress_t *kind,
-                                    double *density) {
-    *density = 0;
-    if (!s || !*s || strcmp(s, "none") == 0) {
-        *kind = HCOMM_COMPRESS_NONE;
-    } else if (strcmp(s, "bf16") == 0) {
-        *kind = HCOMM_COMPRESS_BF16;
-    } else if (strcmp(s, "fp16") == 0) {
-        *kind = HCOMM_COMPRESS_FP16;
-    } else if (strcmp(s, "onebit") == 0) {
-        *kind = HCOMM_COMPRESS_ONEBIT;
-    } else if (strncmp(s, "topk:", 5) == 0) {
-        char *end;
-        double d = strtod(s + 5, &end);
-        if (end == s + 5 || *end || !(d > 0 && d <= 1))
-            return hcomm_error(HCOMM_ERR_INVALID_ARG,
-                               "HCOMM_COMPRESS=%s: top-k needs a density in "
-                               "(0, 1], as topk:0.01",
-                               s);
-        *kind = HCOMM_COMPRESS_TOPK;
-        *density = d;
-    } else {
-        return hcomm_error(HCOMM_ERR_INVALID_ARG,
-                           "HCOMM_COMPRESS=%s: expected none, bf16, fp16, "
-                           "topk:<density> or onebit",
-                           s);
-    }
-    return HCOMM_SUCCESS;
 }
