@@ -267,13 +267,19 @@ HCOMM_API hcomm_status_t hcomm_irecv(void *buf, size_t count,
  *    the same way and sends it back: 1/32 of the bytes.
  * TOPK and ONEBIT are lossy: with a state (error feedback) what a call did
  * not send is added to the next call's input, and the result converges as
- * if nothing had been dropped. */
+ * if nothing had been dropped.
+ *  - AUTO: the first call of each size (to the power of two) on a
+ *    communicator times BF16 against no compression, every rank taking the
+ *    slowest rank's times, and the faster (BF16 only when 20% faster) serves
+ *    that size from then on; the log (HCOMM_DEBUG=info) says what it
+ *    measured and picked. */
 typedef enum {
     HCOMM_COMPRESS_NONE = 0,
     HCOMM_COMPRESS_BF16,
     HCOMM_COMPRESS_FP16,
     HCOMM_COMPRESS_TOPK,
     HCOMM_COMPRESS_ONEBIT,
+    HCOMM_COMPRESS_AUTO,
     HCOMM_COMPRESS_COUNT
 } hcomm_compress_t;
 

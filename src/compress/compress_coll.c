@@ -12,6 +12,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 typedef struct {
     hcomm_comm_t comm;
@@ -168,6 +169,45 @@ static hcomm_status_t run_onebit(const job_t *j, const float *in, float *out,
     return st;
 }
 
+static double now_us(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec * 1e-3;
+}
+
+/* HCOMM_COMPRESS_AUTO's first call of a size: bf16 into scratch, then the
+ * call itself uncompressed, both timed; the slowest rank's times decide
+ * for every rank alike. */
+static hcomm_status_t measure_auto(const job_t *j, hcomm_comm_impl_t *c,
+                                   unsigned cls, const float *in, float *out,
+                                   hcomm_op_t op) {
+    float *scratch = malloc(j->count * sizeof(float));
+    if (!scratch)
+        return hcomm_error(HCOMM_ERR_NO_MEMORY, "no memory for %zu values",
+                           j->count);
+    double t[2], worst[2];
+    t[0] = now_us();
+    hcomm_status_t st = run_half(j, in, scratch, 1);
+    t[0] = now_us() - t[0];
+    free(scratch);
+    if (st != HCOMM_SUCCESS) return st;
+    t[1] = now_us();
+    st = hcomm_allreduce(in, out, j->count, HCOMM_FLOAT32, op, j->comm);
+    t[1] = now_us() - t[1];
+    if (st == HCOMM_SUCCESS)
+        st = hcomm_allreduce(t, worst, 2, HCOMM_FLOAT64, HCOMM_MAX, j->comm);
+    if (st != HCOMM_SUCCESS) return st;
+    int bf16 = worst[0] < 0.8 * worst[1];
+    c->compress_pick[cls] =
+        (uint8_t)(1 + (bf16 ? HCOMM_COMPRESS_BF16 : HCOMM_COMPRESS_NONE));
+    HCOMM_LOG(HCOMM_LOG_INFO,
+              "compression auto on communicator %u, %zu to %zu bytes: bf16 "
+              "%.0f us, uncompressed %.0f us (slowest rank): %s",
+              (unsigned)c->id, (size_t)1 << cls, ((size_t)2 << cls) - 1,
+              worst[0], worst[1], bf16 ? "bf16" : "none");
+    return HCOMM_SUCCESS;
+}
+
 /* HCOMM_COMPRESS's values. */
 hcomm_status_t hcomm_compress_parse(const char *s, hcomm_compress_t *kind,
                                     double *density) {
@@ -180,6 +220,8 @@ hcomm_status_t hcomm_compress_parse(const char *s, hcomm_compress_t *kind,
         *kind = HCOMM_COMPRESS_FP16;
     } else if (strcmp(s, "onebit") == 0) {
         *kind = HCOMM_COMPRESS_ONEBIT;
+    } else if (strcmp(s, "auto") == 0) {
+        *kind = HCOMM_COMPRESS_AUTO;
     } else if (strncmp(s, "topk:", 5) == 0) {
         char *end;
         double d = strtod(s + 5, &end);
@@ -193,7 +235,7 @@ hcomm_status_t hcomm_compress_parse(const char *s, hcomm_compress_t *kind,
     } else {
         return hcomm_error(HCOMM_ERR_INVALID_ARG,
                            "HCOMM_COMPRESS=%s: expected none, bf16, fp16, "
-                           "topk:<density> or onebit",
+                           "topk:<density>, onebit or auto",
                            s);
     }
     return HCOMM_SUCCESS;
@@ -264,6 +306,14 @@ hcomm_status_t hcomm_allreduce_ex(const void *sendbuf, void *recvbuf,
                count,
                (count + (size_t)c->size - 1) / (size_t)c->size,
                op == HCOMM_AVG};
+    if (o.compress == HCOMM_COMPRESS_AUTO) {
+        unsigned cls = 63 - (unsigned)__builtin_clzll(count * 4);
+        if (!c->compress_pick[cls])
+            return measure_auto(&j, c, cls, sendbuf, recvbuf, op);
+        o.compress = (hcomm_compress_t)(c->compress_pick[cls] - 1);
+        if (o.compress == HCOMM_COMPRESS_NONE)
+            return hcomm_allreduce(sendbuf, recvbuf, count, dtype, op, comm);
+    }
     switch (o.compress) {
     case HCOMM_COMPRESS_BF16:
     case HCOMM_COMPRESS_FP16:

@@ -53,6 +53,9 @@ typedef struct hcomm_comm_impl {
      * until the first call that would take it, then 1 (ready) or -1 (off). */
     struct hcomm_ipc *ipc;
     int ipc_state;
+    /* hcomm_allreduce_ex with HCOMM_COMPRESS_AUTO: per power-of-two size,
+     * 0 until measured, then 1 + the scheme picked. */
+    uint8_t compress_pick[64];
     uint64_t uses;
     int inflight; /* requests started and not yet completed */
     hcomm_plan_slot_t plans[HCOMM_PLAN_CACHE_SIZE];

@@ -222,6 +222,38 @@ static void test_default(void) {
     free(out);
 }
 
+/* AUTO: the first call of a size measures and returns the uncompressed
+ * result; every later one uses what was picked; all ranks alike. */
+static void test_auto(void) {
+    size_t n = 100003;
+    float *in = malloc(n * sizeof(float)), *out = malloc(n * sizeof(float));
+    fill(in, n, rank, 0);
+    hcomm_allreduce_opts_t o = {HCOMM_COMPRESS_AUTO, 0, NULL};
+    for (int call = 0; call < 3; call++) {
+        CHECK_OK(
+            hcomm_allreduce_ex(in, out, n, HCOMM_FLOAT32, HCOMM_SUM, comm, &o));
+        size_t exact = 0, close = 0;
+        double sum = 0;
+        for (size_t i = 0; i < n; i++) {
+            double want = 0;
+            for (int r = 0; r < nranks; r++)
+                want += positive(r, i);
+            exact += out[i] == (float)want;
+            close += fabs(out[i] - want) <= 0x1p-7 * want;
+            sum += out[i];
+        }
+        CHECK(close == n && (call > 0 || exact == n),
+              "auto call %d: %zu exact, %zu within bf16's bound of %zu", call,
+              exact, close, n);
+        double lo, hi;
+        MPI_Allreduce(&sum, &lo, 1, MPI_DOUBLE, MPI_MIN, MPI_COMM_WORLD);
+        MPI_Allreduce(&sum, &hi, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+        CHECK(lo == hi, "auto call %d: ranks got different results", call);
+    }
+    free(in);
+    free(out);
+}
+
 int main(int argc, char **argv) {
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -248,6 +280,7 @@ int main(int argc, char **argv) {
     test_feedback(HCOMM_COMPRESS_ONEBIT, 4099);
     test_refusals();
     test_default();
+    test_auto();
     CHECK_OK(hcomm_comm_free(&comm));
     int rc = check_summary("test_compress");
     hcomm_finalize();

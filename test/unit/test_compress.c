@@ -113,11 +113,13 @@ static void test_parse(void **state) {
     assert_int_equal(k, HCOMM_COMPRESS_FP16);
     assert_int_equal(hcomm_compress_parse("onebit", &k, &d), HCOMM_SUCCESS);
     assert_int_equal(k, HCOMM_COMPRESS_ONEBIT);
+    assert_int_equal(hcomm_compress_parse("auto", &k, &d), HCOMM_SUCCESS);
+    assert_int_equal(k, HCOMM_COMPRESS_AUTO);
     assert_int_equal(hcomm_compress_parse("topk:0.01", &k, &d), HCOMM_SUCCESS);
     assert_int_equal(k, HCOMM_COMPRESS_TOPK);
     assert_true(d == 0.01);
     const char *bad[] = {"topk",      "topk:", "topk:0", "topk:1.5", "topk:x",
-                         "topk:0.1x", "bf32",  "auto",   "NONE"};
+                         "topk:0.1x", "bf32",  "Auto",   "NONE"};
     for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++)
         assert_int_equal(hcomm_compress_parse(bad[i], &k, &d),
                          HCOMM_ERR_INVALID_ARG);
