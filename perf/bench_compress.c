@@ -84,7 +84,7 @@ int main(int argc, char **argv) {
         j.count = bytes / 4;
         double mpi = median_us(run_mpi, &j, iters);
         size_t m = (j.count + (size_t)n - 1) / (size_t)n;
-        for (int k = 0; k < HCOMM_COMPRESS_COUNT; k++) {
+        for (int k = 0; k < HCOMM_COMPRESS_AUTO; k++) {
             hcomm_compress_state_t st = NULL;
             if (k >= HCOMM_COMPRESS_TOPK)
                 hcomm_compress_state_create(j.comm, j.count, &st);
