@@ -67,6 +67,11 @@ typedef struct hcomm_shm {
     int nregions, region_cap;
     uint32_t last_region_id;
     char *bounce; /* CMA reads before reducing (allocated on first use) */
+    /* Each rank's pid, taken once at setup from MPI and checked against
+     * the segment: a pid read back from shared memory on every call could
+     * have been overwritten by any rank (or a stray write) and would aim
+     * process_vm_readv/writev at another process. */
+    int32_t *pids;
     hcomm_status_t failed; /* a call found a mismatch: later ones fail */
 } hcomm_shm_t;
 

@@ -54,7 +54,7 @@ static void publish(hcomm_shm_op_t *op, hcomm_shm_flag_t f) {
  * into local, or, with to_peer, writes them from local. */
 static hcomm_status_t cma_copy(const hcomm_shm_op_t *op, int peer, void *local,
                                uint64_t remote, size_t bytes, int to_peer) {
-    pid_t pid = hcomm_shm_info(op->shm, peer)->pid;
+    pid_t pid = op->shm->pids[peer];
     char *l = local;
     while (bytes > 0) {
         struct iovec lv = {l, bytes};
