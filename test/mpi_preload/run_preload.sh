@@ -21,6 +21,8 @@
 # takes from 2 ranks on), limit= (seconds each run may take; default 600:
 # a hang fails). HCOMM_TEST_RANKS, when set, replaces every spec's rank
 # counts (CI uses it where MPI is slow when oversubscribed).
+# HCOMM_TEST_PRELOAD_FIRST, when set, goes before libhcomm_mpi.so in
+# LD_PRELOAD: a sanitizer's runtime must be the first library loaded.
 set -u
 spec=$1
 program= ranks="1 2 3 4 5" args= fortran= stats=1 compare=yes
@@ -136,7 +138,7 @@ check_stats() {
     fi
 }
 
-lib_env="$(setenv LD_PRELOAD "$lib") $(setenv HCOMM_MPI_STATS "$stats")"
+lib_env="$(setenv LD_PRELOAD "${HCOMM_TEST_PRELOAD_FIRST:+$HCOMM_TEST_PRELOAD_FIRST:}$lib") $(setenv HCOMM_MPI_STATS "$stats")"
 for n in $ranks; do
     echo "== $program${args:+ $args}: $n ranks"
     run plain || continue
