@@ -180,7 +180,9 @@ static int peer_died(struct hcomm_request *req, double t, char *why,
     if ((req->plan && !req->agreeing) || t - req->last_liveness < 0.25)
         return 0;
     req->last_liveness = t;
-    int peer = req->direct.waiting_for, pid = 0;
+    int peer = atomic_load_explicit(&req->direct.waiting_for,
+                                    memory_order_relaxed),
+        pid = 0;
     if (peer < 0 || hcomm_shm_peer_alive(req->direct.shm, peer, &pid)) return 0;
     snprintf(why, len, "rank %d (pid %d) has died", peer, pid);
     return 1;

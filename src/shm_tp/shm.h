@@ -38,6 +38,7 @@
 #include "kernels/reduce.h"
 
 #include <mpi.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -137,7 +138,9 @@ typedef struct {
     uint64_t first, seq;         /* first and current round number */
     size_t rounds, round, chunk; /* chunk: elements per round */
     int phase;
-    int waiting_for; /* the peer last waited on, for timeout messages */
+    /* The peer last waited on, for timeout messages; read by a thread
+     * testing the request while another advances it (request.c). */
+    _Atomic int waiting_for;
 } hcomm_shm_op_t;
 
 /* Starts a call (it runs once its turn on the communicator comes). op is
