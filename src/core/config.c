@@ -39,7 +39,8 @@ static const cfg_entry_t table[HCOMM_CFG_COUNT] = {
      "per collective (`allreduce=ring,bcast=binomial`). Empty: chosen by size "
      "and rank count."},
     {"HCOMM_CHUNK_SIZE", CFG_SIZE, "1M", NULL,
-     "Pipelining granularity of large messages, in bytes (K, M, G suffixes)."},
+     "Pipelining granularity of large messages, in bytes (K, M, G suffixes); "
+     "at least 4K."},
     {"HCOMM_BUFFER_POOL_SIZE", CFG_SIZE, "256M", NULL,
      "Most bytes of scratch memory kept cached for reuse; scratch beyond it "
      "is allocated and freed per call."},
