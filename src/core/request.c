@@ -122,8 +122,11 @@ hcomm_status_t hcomm_request_start(struct hcomm_request *req,
         hcomm_status_t st = hcomm_exec_start(&req->exec, args);
         if (st != HCOMM_SUCCESS) return st;
     }
+    /* A non-blocking request counts as in flight on its communicator until
+     * it is released, even when it finished here already: its release
+     * still reads the communicator. */
+    if (!blocking) list_add(req);
     progress_one(req);
-    if (req_status(req) == HCOMM_ERR_IN_PROGRESS && !blocking) list_add(req);
     return HCOMM_SUCCESS;
 }
 
@@ -133,18 +136,22 @@ static uint32_t request_seq(const struct hcomm_request *req) {
 }
 
 static void release(struct hcomm_request *req) {
-    list_remove(req);
     hcomm_status_t st = req_status(req);
     hcomm_flight_end(&req->comm->flight, req->flight_call, st);
     if (req->profiled) hcomm_profile_end(&req->prof, st);
     /* The ranks' calls no longer pair up: no later call can succeed. */
     if (st == HCOMM_ERR_MISMATCH) req->comm->broken = st;
-    if (!req->plan) return; /* a direct call holds nothing */
-    if (st == HCOMM_SUCCESS)
-        hcomm_exec_finish(&req->exec);
-    else
-        hcomm_exec_abort(&req->exec);
-    hcomm_comm_plan_put(req->comm, req->plan);
+    if (req->plan) {
+        if (st == HCOMM_SUCCESS)
+            hcomm_exec_finish(&req->exec);
+        else
+            hcomm_exec_abort(&req->exec);
+        hcomm_comm_plan_put(req->comm, req->plan);
+    }
+    /* Last: until here the request counts as in flight on its
+     * communicator, which hcomm_comm_free then refuses to destroy (it was
+     * destroyed under the lines above: a heap-use-after-free, ASan). */
+    list_remove(req);
 }
 
 /* Fails req with st, saying why (how long it waited, and for what); 0

@@ -48,6 +48,24 @@ int main(int argc, char **argv) {
     CHECK_OK(hcomm_comm_create(MPI_COMM_WORLD, &comm));
     CHECK_OK(hcomm_comm_dup(comm, &freed));
     CHECK_OK(hcomm_comm_free(&freed));
+    /* A non-blocking call not yet waited for keeps its communicator from
+     * being freed, even when it has finished already (on 1 rank it
+     * finishes as it starts): its wait still reads the communicator, which
+     * a heap-use-after-free (ASan) showed freed under it. */
+    CHECK_OK(hcomm_comm_dup(comm, &freed));
+    {
+        int one = 1, all = 0;
+        hcomm_request_t r;
+        CHECK_OK(
+            hcomm_iallreduce(&one, &all, 1, HCOMM_INT32, HCOMM_SUM, freed, &r));
+        EXPECT_ERR(HCOMM_ERR_INVALID_ARG, hcomm_comm_free(&freed));
+        CHECK(strstr(hcomm_last_error(), "requests in flight") != NULL,
+              "freeing a communicator under a request: '%s'",
+              hcomm_last_error());
+        CHECK_OK(hcomm_wait(&r));
+        CHECK(all == n, "iallreduce under a refused free: %d", all);
+        CHECK_OK(hcomm_comm_free(&freed));
+    }
 
     EXPECT_ERR(HCOMM_ERR_INVALID_ARG,
                hcomm_allreduce(NULL, y, 4, HCOMM_FLOAT32, HCOMM_SUM, comm));
