@@ -17,6 +17,8 @@ corpus=$top_srcdir/test/fuzz/corpus/$target
 lf=$top_builddir/test/fuzz/libfuzz_$target
 plain=$top_builddir/test/fuzz/fuzz_$target
 [ -d "$corpus" ] || { echo "FAILED: no corpus $corpus"; exit 1; }
+# No MPI starts in these programs: every leak would be the parsers'.
+export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=1"
 if [ -x "$lf" ]; then
     echo "== $target: libFuzzer, replaying $corpus"
     # Leaks would be the parsers' own: there is no MPI in these programs.
