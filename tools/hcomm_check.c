@@ -63,7 +63,7 @@ static void version(char *out, size_t len) {
     int n = 0;
     MPI_Get_library_version(lib, &n);
     lib[strcspn(lib, "\n,")] = '\0';
-    snprintf(out, len, "HCOMM %s, %s\n", hcomm_version(), lib);
+    snprintf(out, len, "HCOMM %s, %.200s\n", hcomm_version(), lib);
 }
 
 static void transport(hcomm_comm_t comm, char *out, size_t len) {
