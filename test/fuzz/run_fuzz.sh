@@ -3,7 +3,7 @@
 # Usage (from make check): run_fuzz.sh SPEC, where SPEC is a .fuzz file
 # that sets target=. With clang's libFuzzer (configure found it), the
 # libFuzzer build replays the corpus under AddressSanitizer and
-# UndefinedBehaviorSanitizer, then, when HCOMM_FUZZ_SECONDS is set (the
+# UndefinedBehaviorSanitizer, then, when HCOMM_TEST_FUZZ_SECONDS is set (the
 # sanitizer job in .ci/run), fuzzes that long from it (new inputs go to a
 # scratch copy, never into the source tree). Without it, the plain driver
 # (fuzz_main.c) replays the corpus.
@@ -23,12 +23,12 @@ if [ -x "$lf" ]; then
     echo "== $target: libFuzzer, replaying $corpus"
     # Leaks would be the parsers' own: there is no MPI in these programs.
     "$lf" -runs=0 "$corpus" || { echo "FAILED: $target on its corpus"; exit 1; }
-    if [ -n "${HCOMM_FUZZ_SECONDS:-}" ]; then
+    if [ -n "${HCOMM_TEST_FUZZ_SECONDS:-}" ]; then
         scratch=$(mktemp -d)
         trap 'rm -rf "$scratch"' EXIT
         cp "$corpus"/* "$scratch"/
-        echo "== $target: fuzzing for $HCOMM_FUZZ_SECONDS s"
-        "$lf" -max_total_time="$HCOMM_FUZZ_SECONDS" -max_len=4096 \
+        echo "== $target: fuzzing for $HCOMM_TEST_FUZZ_SECONDS s"
+        "$lf" -max_total_time="$HCOMM_TEST_FUZZ_SECONDS" -max_len=4096 \
             -artifact_prefix="$scratch/" "$scratch" 2>&1 | tail -n 5
         if ls "$scratch"/crash-* "$scratch"/leak-* "$scratch"/timeout-* \
             >/dev/null 2>&1; then
