@@ -2,6 +2,7 @@
  * agrees on, the MPI_Comm -> HCOMM communicator cache, HCOMM_MPI_INTERCEPT
  * and the statistics. */
 #include "compat_mpi/interpose.h"
+#include "compat_mpi/intercept_parse.h"
 #include "core/config.h"
 #include "core/log.h"
 
@@ -173,73 +174,11 @@ int hcmpi_report_failure(hcmpi_coll_t coll, MPI_Comm comm, hcomm_status_t st) {
 
 /* --- HCOMM_MPI_INTERCEPT ------------------------------------------------ */
 
-/* A size in bytes with K, M, G suffixes (powers of 1024). */
-static int parse_bytes(const char *s, char **end, size_t *out) {
-    if (*s < '0' || *s > '9') return -1; /* strtoull takes "-1" */
-    unsigned long long v = strtoull(s, end, 10);
-    switch (**end) {
-    case 'K':
-    case 'k':
-        v <<= 10;
-        (*end)++;
-        break;
-    case 'M':
-    case 'm':
-        v <<= 20;
-        (*end)++;
-        break;
-    case 'G':
-    case 'g':
-        v <<= 30;
-        (*end)++;
-        break;
-    default:
-        break;
-    }
-    *out = (size_t)v;
-    return 0;
-}
-
-/* "all", "none" or a comma list of names (coll_names, MPI_ prefix and case
- * ignored), each optionally with a window of message sizes that HCOMM
- * takes, name:MIN or name:MIN-MAX (bytes, K/M/G suffixes; sizes as
- * hcomm_perf reports them). Returns -1 on anything else. */
-static int parse_intercept(const char *s, unsigned *mask) {
-    unsigned all = (1u << HCMPI_NCOLL) - 1, m = 0;
-    char buf[512];
-    for (int c = 0; c < HCMPI_NCOLL; c++) {
-        hcmpi.min_bytes[c] = 0;
-        hcmpi.max_bytes[c] = SIZE_MAX;
-    }
-    if (!s || !*s || strcasecmp(s, "all") == 0) return *mask = all, 0;
-    if (strcasecmp(s, "none") == 0) return *mask = 0, 0;
-    if (strlen(s) >= sizeof(buf)) return -1;
-    strcpy(buf, s);
-    for (char *save, *t = strtok_r(buf, ", ", &save); t;
-         t = strtok_r(NULL, ", ", &save)) {
-        char *colon = strchr(t, ':'), *end;
-        size_t lo = 0, hi = SIZE_MAX;
-        if (colon) {
-            *colon = '\0';
-            if (parse_bytes(colon + 1, &end, &lo) != 0) return -1;
-            if (*end == '-' && parse_bytes(end + 1, &end, &hi) != 0) return -1;
-            if (*end != '\0' || hi < lo) return -1;
-        }
-        if (strncasecmp(t, "MPI_", 4) == 0) t += 4;
-        for (int c = 0; c < HCMPI_NCOLL; c++) {
-            if (strcasecmp(t, "all") != 0 && strcasecmp(t, coll_names[c]) != 0)
-                continue;
-            m |= 1u << c;
-            hcmpi.min_bytes[c] = lo;
-            hcmpi.max_bytes[c] = hi;
-        }
-        int known = strcasecmp(t, "all") == 0;
-        for (int c = 0; c < HCMPI_NCOLL; c++)
-            known |= strcasecmp(t, coll_names[c]) == 0;
-        if (!known) return -1;
-    }
-    *mask = m;
-    return 0;
+/* The grammar is intercept_parse.c's; *why says what is wrong. */
+static int parse_intercept(const char *s, unsigned *mask, char *why,
+                           size_t len) {
+    return hcomm_intercept_parse(s, coll_names, HCMPI_NCOLL, mask,
+                                 hcmpi.min_bytes, hcmpi.max_bytes, why, len);
 }
 
 /* --- the communicator cache ---------------------------------------------- */
@@ -391,7 +330,8 @@ static void start(void) {
     const char *spec = getenv("HCOMM_MPI_INTERCEPT");
     const char *stats = getenv("HCOMM_MPI_STATS");
     unsigned mask = 0;
-    int bad = parse_intercept(spec, &mask) != 0;
+    char why[128];
+    int bad = parse_intercept(spec, &mask, why, sizeof(why)) != 0;
     hcmpi_depth++;
     PMPI_Comm_rank(MPI_COMM_WORLD, &hcmpi.world_rank);
     hcmpi.stats = stats && atoi(stats) > 0;
@@ -400,12 +340,12 @@ static void start(void) {
     int packs_raw = mask ? hcmpi_dtype_init() : 1;
     if (hcmpi_agree_settings(&mask, bad, packs_raw) == hcmpi.world_rank)
         fprintf(stderr,
-                "[hcomm_mpi] HCOMM_MPI_INTERCEPT=%s: expected all, none "
-                "or a list of allreduce, iallreduce, allgather, bcast, "
+                "[hcomm_mpi] HCOMM_MPI_INTERCEPT=%s: %s%sexpected all, "
+                "none or a list of allreduce, iallreduce, allgather, bcast, "
                 "reduce, reduce_scatter_block, alltoall, barrier, each "
                 "maybe with :MIN or :MIN-MAX bytes; every call goes to "
                 "MPI\n",
-                spec);
+                spec, bad ? why : "", bad && why[0] ? "; " : "");
     /* none on every rank: a pass-through that starts nothing. */
     if (mask) {
         int ok = hcomm_init(NULL, NULL) == HCOMM_SUCCESS;

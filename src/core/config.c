@@ -39,7 +39,8 @@ static const cfg_entry_t table[HCOMM_CFG_COUNT] = {
      "per collective (`allreduce=ring,bcast=binomial`). Empty: chosen by size "
      "and rank count."},
     {"HCOMM_CHUNK_SIZE", CFG_SIZE, "1M", NULL,
-     "Pipelining granularity of large messages, in bytes (K, M, G suffixes)."},
+     "Pipelining granularity of large messages, in bytes (K, M, G suffixes); "
+     "at least 4K."},
     {"HCOMM_BUFFER_POOL_SIZE", CFG_SIZE, "256M", NULL,
      "Most bytes of scratch memory kept cached for reuse; scratch beyond it "
      "is allocated and freed per call."},
@@ -143,6 +144,14 @@ typedef struct {
 
 static cfg_value_t values[HCOMM_CFG_COUNT];
 
+/* Sizes with a floor. A chunk of a few bytes turns one large call into
+ * hundreds of thousands of plan steps and messages (HCOMM_CHUNK_SIZE=1
+ * made a 300,000-float allreduce run past the timeout): below a page it
+ * buys no pipelining, only overhead. */
+static const long long size_min[HCOMM_CFG_COUNT] = {
+    [HCOMM_CFG_CHUNK_SIZE] = 4096,
+};
+
 static int parse_size(const char *s, long long *out) {
     char *end;
     errno = 0;
@@ -209,6 +218,11 @@ static hcomm_status_t parse_value(int id, const char *s, hcomm_cfg_src_t src) {
     switch (e->type) {
     case CFG_SIZE:
         bad = parse_size(s, &v.i);
+        if (!bad && v.i < size_min[id])
+            return hcomm_error(HCOMM_ERR_INVALID_ARG,
+                               "%s=%s: below the smallest allowed, %lld "
+                               "bytes (4K)",
+                               e->name, s, size_min[id]);
         break;
     case CFG_INT:
         if (strcmp(s, "auto") == 0) {

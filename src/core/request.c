@@ -50,31 +50,44 @@ static void list_remove(struct hcomm_request *req) {
     pthread_mutex_unlock(&active_lock);
 }
 
+static hcomm_status_t req_status(const struct hcomm_request *req) {
+    return atomic_load_explicit(&req->status, memory_order_acquire);
+}
+
+static void set_status(struct hcomm_request *req, hcomm_status_t st) {
+    atomic_store_explicit(&req->status, st, memory_order_release);
+}
+
 static void advance(struct hcomm_request *req) {
-    if (req->status != HCOMM_ERR_IN_PROGRESS) return;
+    if (req_status(req) != HCOMM_ERR_IN_PROGRESS) return;
+    hcomm_status_t st = HCOMM_ERR_IN_PROGRESS;
     if (req->agreeing) {
-        hcomm_status_t st = hcomm_shm_op_progress(&req->direct);
-        if (st == HCOMM_SUCCESS) req->agreeing = 0;
-        if (st != HCOMM_SUCCESS) req->status = st; /* or still in progress */
+        st = hcomm_shm_op_progress(&req->direct);
+        if (st == HCOMM_SUCCESS) {
+            req->agreeing = 0;
+            st = HCOMM_ERR_IN_PROGRESS;
+        }
     }
     if (req->agreeing) {
-        /* still agreeing, or failed */
+        /* still agreeing (st says), or failed */
     } else if (req->plan) {
-        req->status = hcomm_exec_progress(&req->exec);
+        st = hcomm_exec_progress(&req->exec);
     } else if (req->agree_only) {
-        req->status = HCOMM_SUCCESS;
+        st = HCOMM_SUCCESS;
 #ifdef HAVE_CUDA
     } else if (req->ipc.comm) {
-        req->status = hcomm_ipc_op_progress(&req->ipc);
+        st = hcomm_ipc_op_progress(&req->ipc);
 #endif
     } else {
-        req->status = hcomm_shm_op_progress(&req->direct);
+        st = hcomm_shm_op_progress(&req->direct);
     }
     /* Kept with the request: whoever waits for it (later, or on another
      * thread) reports what went wrong, not only the status. Every failure
-     * below records its message as it returns. */
-    if (req->status != HCOMM_ERR_IN_PROGRESS && req->status != HCOMM_SUCCESS)
+     * below records its message as it returns. Written before the status
+     * is published, which a tester on another thread reads first. */
+    if (st != HCOMM_ERR_IN_PROGRESS && st != HCOMM_SUCCESS)
         snprintf(req->why, sizeof(req->why), "%s", hcomm_last_error());
+    if (st != HCOMM_ERR_IN_PROGRESS) set_status(req, st);
 }
 
 /* Progresses req unless another thread is doing so right now (only a
@@ -111,7 +124,7 @@ hcomm_status_t hcomm_request_start(struct hcomm_request *req,
     req->told = 0;
     req->bytes = 0;
     req->last_liveness = 0;
-    req->status = HCOMM_ERR_IN_PROGRESS;
+    atomic_init(&req->status, HCOMM_ERR_IN_PROGRESS);
     req->polls = 0;
     req->last_look = 0;
     req->why[0] = '\0';
@@ -119,8 +132,11 @@ hcomm_status_t hcomm_request_start(struct hcomm_request *req,
         hcomm_status_t st = hcomm_exec_start(&req->exec, args);
         if (st != HCOMM_SUCCESS) return st;
     }
+    /* A non-blocking request counts as in flight on its communicator until
+     * it is released, even when it finished here already: its release
+     * still reads the communicator. */
+    if (!blocking) list_add(req);
     progress_one(req);
-    if (req->status == HCOMM_ERR_IN_PROGRESS && !blocking) list_add(req);
     return HCOMM_SUCCESS;
 }
 
@@ -130,17 +146,22 @@ static uint32_t request_seq(const struct hcomm_request *req) {
 }
 
 static void release(struct hcomm_request *req) {
-    list_remove(req);
-    hcomm_flight_end(&req->comm->flight, req->flight_call, req->status);
-    if (req->profiled) hcomm_profile_end(&req->prof, req->status);
+    hcomm_status_t st = req_status(req);
+    hcomm_flight_end(&req->comm->flight, req->flight_call, st);
+    if (req->profiled) hcomm_profile_end(&req->prof, st);
     /* The ranks' calls no longer pair up: no later call can succeed. */
-    if (req->status == HCOMM_ERR_MISMATCH) req->comm->broken = req->status;
-    if (!req->plan) return; /* a direct call holds nothing */
-    if (req->status == HCOMM_SUCCESS)
-        hcomm_exec_finish(&req->exec);
-    else
-        hcomm_exec_abort(&req->exec);
-    hcomm_comm_plan_put(req->comm, req->plan);
+    if (st == HCOMM_ERR_MISMATCH) req->comm->broken = st;
+    if (req->plan) {
+        if (st == HCOMM_SUCCESS)
+            hcomm_exec_finish(&req->exec);
+        else
+            hcomm_exec_abort(&req->exec);
+        hcomm_comm_plan_put(req->comm, req->plan);
+    }
+    /* Last: until here the request counts as in flight on its
+     * communicator, which hcomm_comm_free then refuses to destroy (it was
+     * destroyed under the lines above: a heap-use-after-free, ASan). */
+    list_remove(req);
 }
 
 /* Fails req with st, saying why (how long it waited, and for what); 0
@@ -160,8 +181,8 @@ static int fail_waiting(struct hcomm_request *req, hcomm_status_t st,
         hcomm_shm_op_describe(&req->direct, what, sizeof(what));
     else if (!hcomm_exec_describe_wait(&req->exec, what, sizeof(what)))
         snprintf(what, sizeof(what), "local steps");
-    req->status = st;
     req->told = 1;
+    set_status(req, st);
     c->broken = st;
     hcomm_error(st,
                 "%s (sequence %u, %zu bytes) on communicator %u, rank %d of "
@@ -181,7 +202,9 @@ static int peer_died(struct hcomm_request *req, double t, char *why,
     if ((req->plan && !req->agreeing) || t - req->last_liveness < 0.25)
         return 0;
     req->last_liveness = t;
-    int peer = req->direct.waiting_for, pid = 0;
+    int peer = atomic_load_explicit(&req->direct.waiting_for,
+                                    memory_order_relaxed),
+        pid = 0;
     if (peer < 0 || hcomm_shm_peer_alive(req->direct.shm, peer, &pid)) return 0;
     snprintf(why, len, "rank %d (pid %d) has died", peer, pid);
     return 1;
@@ -216,12 +239,12 @@ static int tick(struct hcomm_request *req, unsigned mask, double gap) {
  * flight): their time out counts from when tests come back to back. */
 hcomm_status_t hcomm_request_test(struct hcomm_request *req) {
     progress_one(req);
-    if (req->status == HCOMM_ERR_IN_PROGRESS) {
+    if (req_status(req) == HCOMM_ERR_IN_PROGRESS) {
         if (atomic_load(&active_count) > req->active) progress_others(req);
         if (!tick(req, 63, 1.0)) return HCOMM_ERR_IN_PROGRESS;
     }
     release(req);
-    return req->status;
+    return req_status(req);
 }
 
 /* A wait is one stretch of waiting: its time out counts from its start. */
@@ -231,7 +254,7 @@ hcomm_status_t hcomm_request_complete(struct hcomm_request *req) {
     req->last_look = 0;
     for (long polls = 0;; polls++) {
         progress_one(req);
-        if (req->status != HCOMM_ERR_IN_PROGRESS) break;
+        if (req_status(req) != HCOMM_ERR_IN_PROGRESS) break;
         if (atomic_load(&active_count) > req->active) progress_others(req);
         /* The clock every 256 spinning polls, and at every yield, which
          * may take a whole time slice: the timeout then overshoots by one
@@ -240,7 +263,7 @@ hcomm_status_t hcomm_request_complete(struct hcomm_request *req) {
         if (yielding) sched_yield();
         if (tick(req, yielding ? 0 : 255, INFINITY)) break;
     }
-    hcomm_status_t st = req->status;
+    hcomm_status_t st = req_status(req);
     release(req);
     if (st != HCOMM_SUCCESS && !req->told) {
         req->comm->broken = st;

@@ -20,7 +20,11 @@ struct hcomm_request {
     hcomm_comm_impl_t *comm;
     const hcomm_plan_t *plan;
     hcomm_coll_t coll;
-    hcomm_status_t status;
+    /* Written by whichever thread advances the request, read by any that
+     * tests or waits on it: the final value is stored with release once
+     * why[] and the request's results are written, and loaded with acquire
+     * (req_status), so that a thread seeing it done sees them too. */
+    _Atomic(hcomm_status_t) status;
     int active;       /* in the process-wide list of running requests */
     atomic_flag busy; /* a thread is progressing it */
     unsigned polls;   /* of the current wait, or tests so far */

@@ -38,6 +38,7 @@
 #include "kernels/reduce.h"
 
 #include <mpi.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -67,6 +68,11 @@ typedef struct hcomm_shm {
     int nregions, region_cap;
     uint32_t last_region_id;
     char *bounce; /* CMA reads before reducing (allocated on first use) */
+    /* Each rank's pid, taken once at setup from MPI and checked against
+     * the segment: a pid read back from shared memory on every call could
+     * have been overwritten by any rank (or a stray write) and would aim
+     * process_vm_readv/writev at another process. */
+    int32_t *pids;
     hcomm_status_t failed; /* a call found a mismatch: later ones fail */
 } hcomm_shm_t;
 
@@ -132,8 +138,10 @@ typedef struct {
     uint64_t first, seq;         /* first and current round number */
     size_t rounds, round, chunk; /* chunk: elements per round */
     int phase;
-    int waiting_for; /* the peer last waited on, for timeout messages */
-    char *own_copy;  /* in-place alltoall by direct reads: what peers read */
+    /* The peer last waited on, for timeout messages; read by a thread
+     * testing the request while another advances it (request.c). */
+    _Atomic int waiting_for;
+    char *own_copy; /* in-place alltoall by direct reads: what peers read */
     /* allgatherv, reduce_scatterv: every rank's count (count is the
      * largest) and, allgatherv, place */
     const size_t *vcounts, *vdispls;

@@ -35,7 +35,7 @@ static int reached(hcomm_shm_op_t *op, int rank, hcomm_shm_flag_t f,
         &shm->known[(size_t)SHM_DONE * (size_t)shm->size + (size_t)rank];
     if (f == SHM_ARRIVE && v > *done + 1) *done = v - 1;
     if (v >= value) return 1;
-    op->waiting_for = rank;
+    atomic_store_explicit(&op->waiting_for, rank, memory_order_relaxed);
     return 0;
 }
 
@@ -54,7 +54,7 @@ static void publish(hcomm_shm_op_t *op, hcomm_shm_flag_t f) {
  * into local, or, with to_peer, writes them from local. */
 static hcomm_status_t cma_copy(const hcomm_shm_op_t *op, int peer, void *local,
                                uint64_t remote, size_t bytes, int to_peer) {
-    pid_t pid = hcomm_shm_info(op->shm, peer)->pid;
+    pid_t pid = op->shm->pids[peer];
     char *l = local;
     while (bytes > 0) {
         struct iovec lv = {l, bytes};
@@ -104,7 +104,7 @@ hcomm_status_t hcomm_shm_op_start(hcomm_shm_op_t *op, hcomm_shm_t *shm,
             return hcomm_error(HCOMM_ERR_INTERNAL,
                                "shm: no kernel for the type");
     }
-    op->waiting_for = -1;
+    atomic_init(&op->waiting_for, -1);
     size_t esize = op->esize;
     if (algo == HCOMM_SHM_CMA && coll == HCOMM_COLL_BCAST && shm->size != 2)
         return hcomm_error(HCOMM_ERR_INTERNAL,
@@ -822,7 +822,8 @@ void hcomm_shm_op_describe(const hcomm_shm_op_t *op, char *out, size_t len) {
         snprintf(out, len, "shared memory: %s", what[0]);
     else
         snprintf(out, len, "shared memory, round %llu: %s rank %d",
-                 (unsigned long long)op->seq, what[op->phase], op->waiting_for);
+                 (unsigned long long)op->seq, what[op->phase],
+                 atomic_load_explicit(&op->waiting_for, memory_order_relaxed));
 }
 
 /* Measured with hcomm_perf (README, "Shared memory"), 2 ranks on a 2-core

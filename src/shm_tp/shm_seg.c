@@ -25,7 +25,9 @@ size_t hcomm_shm_segment_bytes(int size, size_t slot_bytes) {
 hcomm_status_t hcomm_shm_attach(void *base, size_t bytes, int rank, int size,
                                 size_t slot_bytes, int cma, hcomm_shm_t **out) {
     hcomm_shm_t *shm = calloc(1, sizeof(*shm));
-    if (shm && !(shm->known = calloc(3 * (size_t)size, sizeof(uint64_t)))) {
+    if (shm && (!(shm->known = calloc(3 * (size_t)size, sizeof(uint64_t))) ||
+                !(shm->pids = calloc((size_t)size, sizeof(int32_t))))) {
+        free(shm->known);
         free(shm);
         shm = NULL;
     }
@@ -41,12 +43,16 @@ hcomm_status_t hcomm_shm_attach(void *base, size_t bytes, int rank, int size,
     hcomm_shm_info_t *mine = hcomm_shm_info(shm, rank);
     mine->pid = (int32_t)getpid();
     mine->probe_addr = (uint64_t)(uintptr_t)&mine->pid;
+    /* Ranks as threads of one process (unit tests): every pid is ours.
+     * hcomm_shm_create replaces these with what MPI says. */
+    for (int p = 0; p < size; p++)
+        shm->pids[p] = mine->pid;
     *out = shm;
     return HCOMM_SUCCESS;
 }
 
 int hcomm_shm_peer_alive(const hcomm_shm_t *shm, int rank, int *pid) {
-    *pid = hcomm_shm_info(shm, rank)->pid;
+    *pid = shm->pids[rank];
     return *pid <= 0 || kill(*pid, 0) == 0 || errno != ESRCH;
 }
 
@@ -59,6 +65,7 @@ void hcomm_shm_destroy(hcomm_shm_t *shm) {
     free(shm->regions);
     free(shm->bounce);
     free(shm->known);
+    free(shm->pids);
     free(shm);
 }
 
@@ -104,9 +111,9 @@ static int cma_reaches_all(hcomm_shm_t *shm) {
         struct iovec local = {&got, sizeof(got)};
         struct iovec remote = {(void *)(uintptr_t)info->probe_addr,
                                sizeof(got)};
-        if (process_vm_readv(info->pid, &local, 1, &remote, 1, 0) !=
+        if (process_vm_readv(shm->pids[p], &local, 1, &remote, 1, 0) !=
                 (ssize_t)sizeof(got) ||
-            got != info->pid) {
+            got != shm->pids[p]) {
             hcomm_info("shm: cross-memory reads from rank %d not allowed "
                        "(%s); large messages go through the slots",
                        p, strerror(errno));
@@ -171,7 +178,20 @@ hcomm_status_t hcomm_shm_create(MPI_Comm comm, hcomm_shm_t **out) {
             munmap(base, bytes);
         return HCOMM_SUCCESS;
     }
-    int cma = cma_reaches_all(shm), all_cma = 0;
+    /* The pids as MPI's ranks report them, each checked against what that
+     * rank wrote in the segment: a rank whose pid differs (another pid
+     * namespace, a corrupted segment) turns cross-memory copies off. */
+    int32_t pid = (int32_t)getpid();
+    PMPI_Allgather(&pid, 1, MPI_INT32_T, shm->pids, 1, MPI_INT32_T, comm);
+    int pids_ok = 1;
+    for (int p = 0; p < size; p++)
+        if (hcomm_shm_info(shm, p)->pid != shm->pids[p]) {
+            hcomm_info("shm: rank %d's pid is %d in MPI but %d in the "
+                       "segment; cross-memory copies off",
+                       p, (int)shm->pids[p], (int)hcomm_shm_info(shm, p)->pid);
+            pids_ok = 0;
+        }
+    int cma = pids_ok && cma_reaches_all(shm), all_cma = 0;
     PMPI_Allreduce(&cma, &all_cma, 1, MPI_INT, MPI_MIN, comm);
     shm->cma = all_cma;
     hcomm_debug("shm: %zu bytes for %d ranks, cross-memory reads %s", bytes,

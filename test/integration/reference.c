@@ -33,6 +33,7 @@ int64_t ref_input(hcomm_dtype_t t, hcomm_op_t op, int r, size_t i) {
     }
 }
 
+/* Through memcpy: the tests pass buffers at odd offsets on purpose. */
 void ref_store(hcomm_dtype_t t, void *buf, size_t i, double f, int64_t v) {
     char *p = (char *)buf + i * hcomm_dtype_size(t);
     switch (t) {
@@ -41,13 +42,17 @@ void ref_store(hcomm_dtype_t t, void *buf, size_t i, double f, int64_t v) {
         *(uint8_t *)p = (uint8_t)v;
         break;
     case HCOMM_INT32:
-    case HCOMM_UINT32:
-        *(uint32_t *)p = (uint32_t)v;
+    case HCOMM_UINT32: {
+        uint32_t u = (uint32_t)v;
+        memcpy(p, &u, 4);
         break;
+    }
     case HCOMM_INT64:
-    case HCOMM_UINT64:
-        *(uint64_t *)p = (uint64_t)v;
+    case HCOMM_UINT64: {
+        uint64_t u = (uint64_t)v;
+        memcpy(p, &u, 8);
         break;
+    }
     case HCOMM_FLOAT16: {
         _Float16 h = (_Float16)(float)f;
         memcpy(p, &h, 2);
@@ -58,11 +63,13 @@ void ref_store(hcomm_dtype_t t, void *buf, size_t i, double f, int64_t v) {
         memcpy(p, &b, 2);
         break;
     }
-    case HCOMM_FLOAT32:
-        *(float *)p = (float)f;
+    case HCOMM_FLOAT32: {
+        float x = (float)f;
+        memcpy(p, &x, 4);
         break;
+    }
     case HCOMM_FLOAT64:
-        *(double *)p = f;
+        memcpy(p, &f, 8);
         break;
     default:
         break;
@@ -96,28 +103,36 @@ void ref_expect(hcomm_dtype_t t, hcomm_op_t op, int n, size_t base, size_t i,
         if (op != HCOMM_AVG) return;
         /* Integer average: the wrapped sum, divided in the type. */
         char *p = (char *)buf + i * hcomm_dtype_size(t);
+#define DIV_IN_PLACE(T, d)                                                     \
+    {                                                                          \
+        T x_;                                                                  \
+        memcpy(&x_, p, sizeof(x_));                                            \
+        x_ = (T)(x_ / (d));                                                    \
+        memcpy(p, &x_, sizeof(x_));                                            \
+    }
         switch (t) {
         case HCOMM_INT8:
-            *(int8_t *)p = (int8_t)(*(int8_t *)p / n);
+            DIV_IN_PLACE(int8_t, n);
             break;
         case HCOMM_UINT8:
-            *(uint8_t *)p = (uint8_t)(*(uint8_t *)p / n);
+            DIV_IN_PLACE(uint8_t, n);
             break;
         case HCOMM_INT32:
-            *(int32_t *)p /= n;
+            DIV_IN_PLACE(int32_t, n);
             break;
         case HCOMM_UINT32:
-            *(uint32_t *)p /= (uint32_t)n;
+            DIV_IN_PLACE(uint32_t, (uint32_t)n);
             break;
         case HCOMM_INT64:
-            *(int64_t *)p /= n;
+            DIV_IN_PLACE(int64_t, n);
             break;
         case HCOMM_UINT64:
-            *(uint64_t *)p /= (uint64_t)n;
+            DIV_IN_PLACE(uint64_t, (uint64_t)n);
             break;
         default:
             break;
         }
+#undef DIV_IN_PLACE
         return;
     }
     if (t == HCOMM_FLOAT64)

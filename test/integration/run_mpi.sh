@@ -1,11 +1,24 @@
 #!/bin/sh
 # Runs one MPI test program at several rank counts and on each transport.
 # Usage (from make check): run_mpi.sh SPEC, where SPEC is a .mpi file that
-# sets program=, ranks= and transports=.
+# sets program=, ranks= and transports=, and may set asan_options=,
+# appended to ASAN_OPTIONS in a sanitizer build (the soak checks leaks).
 set -u
 spec=$1
-program= ranks="1 2 3 4 5" transports="ucx mpi"
+program= ranks="1 2 3 4 5" transports="ucx mpi" asan_options=
 . "$spec"
+[ -z "$asan_options" ] || export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}$asan_options"
+# HCOMM_TEST_MAX_RANKS (the sanitizer job in .ci/run: every rank is several
+# times slower there) keeps the rank counts up to it, and the smallest.
+if [ -n "${HCOMM_TEST_MAX_RANKS:-}" ]; then
+    kept=
+    for n in $ranks; do
+        [ "$n" -le "$HCOMM_TEST_MAX_RANKS" ] && kept="$kept $n"
+    done
+    [ -n "$kept" ] || kept=$(printf '%s\n' $ranks | sort -n | head -n 1)
+    [ "$kept" = " $ranks" ] || echo "HCOMM_TEST_MAX_RANKS=$HCOMM_TEST_MAX_RANKS: ranks$kept of $ranks"
+    ranks=$kept
+fi
 : "${MPIRUN:=mpirun}"
 : "${top_builddir:=.}"
 exe=$top_builddir/$program

@@ -48,6 +48,24 @@ int main(int argc, char **argv) {
     CHECK_OK(hcomm_comm_create(MPI_COMM_WORLD, &comm));
     CHECK_OK(hcomm_comm_dup(comm, &freed));
     CHECK_OK(hcomm_comm_free(&freed));
+    /* A non-blocking call not yet waited for keeps its communicator from
+     * being freed, even when it has finished already (on 1 rank it
+     * finishes as it starts): its wait still reads the communicator, which
+     * a heap-use-after-free (ASan) showed freed under it. */
+    CHECK_OK(hcomm_comm_dup(comm, &freed));
+    {
+        int one = 1, all = 0;
+        hcomm_request_t r;
+        CHECK_OK(
+            hcomm_iallreduce(&one, &all, 1, HCOMM_INT32, HCOMM_SUM, freed, &r));
+        EXPECT_ERR(HCOMM_ERR_INVALID_ARG, hcomm_comm_free(&freed));
+        CHECK(strstr(hcomm_last_error(), "requests in flight") != NULL,
+              "freeing a communicator under a request: '%s'",
+              hcomm_last_error());
+        CHECK_OK(hcomm_wait(&r));
+        CHECK(all == n, "iallreduce under a refused free: %d", all);
+        CHECK_OK(hcomm_comm_free(&freed));
+    }
 
     EXPECT_ERR(HCOMM_ERR_INVALID_ARG,
                hcomm_allreduce(NULL, y, 4, HCOMM_FLOAT32, HCOMM_SUM, comm));
@@ -215,6 +233,38 @@ int main(int argc, char **argv) {
         free(in);
         free(out);
     }
+
+    /* HCOMM_CHUNK_SIZE=1 is refused at init with the floor named (it made
+     * a 300,000-float allreduce time out); at the floor, 4K, that call on
+     * the plans is exact and quick. */
+    setenv("HCOMM_CHUNK_SIZE", "1", 1);
+    EXPECT_ERR(HCOMM_ERR_INVALID_ARG, hcomm_init(&argc, &argv));
+    CHECK(strstr(hcomm_last_error(), "HCOMM_CHUNK_SIZE=1: below the smallest "
+                                     "allowed, 4096 bytes") != NULL,
+          "HCOMM_CHUNK_SIZE=1: message '%s'", hcomm_last_error());
+    setenv("HCOMM_CHUNK_SIZE", "4K", 1);
+    setenv("HCOMM_TIMEOUT", "30", 1);
+    setenv("HCOMM_SHM_SLOT_SIZE", "0", 1);
+    CHECK_OK(hcomm_init(&argc, &argv));
+    CHECK_OK(hcomm_comm_create(MPI_COMM_WORLD, &comm));
+    {
+        const size_t cnt = 300000;
+        float *v = malloc(cnt * sizeof(float));
+        for (size_t i = 0; i < cnt; i++)
+            v[i] = (float)(i % 512 + rank);
+        double t0 = MPI_Wtime();
+        CHECK_OK(hcomm_allreduce(v, v, cnt, HCOMM_FLOAT32, HCOMM_SUM, comm));
+        double took = MPI_Wtime() - t0;
+        size_t wrong = 0;
+        for (size_t i = 0; i < cnt; i++)
+            wrong += v[i] != (float)(n * (int)(i % 512) + n * (n - 1) / 2);
+        CHECK(wrong == 0, "300,000 floats in 4K chunks: %zu wrong", wrong);
+        CHECK(took < 20, "300,000 floats in 4K chunks took %.1f s", took);
+        free(v);
+    }
+    CHECK_OK(hcomm_comm_free(&comm));
+    CHECK_OK(hcomm_finalize());
+    unsetenv("HCOMM_CHUNK_SIZE");
 
     fflush(stdout);
     long printed = ftell(capture);

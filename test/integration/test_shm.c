@@ -14,6 +14,7 @@
 #include "core/comm.h"
 #include "core/config.h"
 #include "mpi_check.h"
+#include "shm_tp/shm_layout.h"
 #include "reference.h"
 
 #include <dirent.h>
@@ -283,6 +284,42 @@ static void check_all(hcomm_comm_t comm, const char *what) {
     CHECK_OK(hcomm_config_set("HCOMM_CHUNK_SIZE", "1M"));
 }
 
+/* Cross-memory copies aim at the pids MPI reported at setup, never at one
+ * read back from the segment: with every rank's pid in the segment
+ * overwritten (here with 1, init's), a CMA allreduce still reaches the
+ * right processes and is exact (it read init's memory, or failed, when
+ * the pid came from the segment). */
+static void check_cma_pids(hcomm_comm_t comm) {
+    hcomm_comm_impl_t *c;
+    if (hcomm_comm_lookup(comm, &c) != HCOMM_SUCCESS || !c->shm || !c->shm->cma)
+        return;
+    const size_t n = 1 << 20; /* 4 MiB: the CMA path at any rank count */
+    int32_t *s = malloc(n * sizeof(*s)), *r = malloc(n * sizeof(*r));
+    for (size_t i = 0; i < n; i++)
+        s[i] = (int32_t)(i % 1000) + rank;
+    volatile int32_t *pid = &hcomm_shm_info(c->shm, rank)->pid;
+    int32_t mine = *pid;
+    MPI_Barrier(MPI_COMM_WORLD);
+    *pid = 1;
+    MPI_Barrier(MPI_COMM_WORLD);
+    CHECK(hcomm_shm_select(c->shm, HCOMM_COLL_ALLREDUCE, n * sizeof(*s)) ==
+              HCOMM_SHM_CMA,
+          "cma pids: %zu bytes do not take the CMA path", n * sizeof(*s));
+    CHECK_OK(hcomm_allreduce(s, r, n, HCOMM_INT32, HCOMM_SUM, comm));
+    size_t bad = 0;
+    for (size_t i = 0; i < n; i++)
+        bad += r[i] != (int32_t)((i % 1000) * (size_t)nranks) +
+                           nranks * (nranks - 1) / 2;
+    CHECK(bad == 0,
+          "cma pids: %zu wrong elements with the segment's pids "
+          "overwritten",
+          bad);
+    MPI_Barrier(MPI_COMM_WORLD);
+    *pid = mine;
+    free(s);
+    free(r);
+}
+
 /* 4 ranks through an override file: ranks_of_node0 on one node, the rest
  * on another (or all on one). */
 static void check_override(const char *json, int want_shm, const char *what) {
@@ -346,6 +383,7 @@ int main(int argc, char **argv) {
         hcomm_barrier(world);
     }
     check_all(world, "world");
+    check_cma_pids(world);
     int fewest, most;
     MPI_Allreduce(&host_ranks, &fewest, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
     MPI_Allreduce(&host_ranks, &most, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);

@@ -6,11 +6,24 @@
 # that sets script=, needs= (modules it imports), ranks= and transports=.
 # The interpreter is the first of $PYTHON, python3 and /usr/bin/python3
 # (Debian's, where apt's python3-numpy lands) that imports every module in
-# needs; with none the test is skipped (77).
+# needs; with none the test is skipped (77). HCOMM_TEST_PRELOAD_FIRST, when
+# set, is preloaded into the interpreter: a sanitizer build's libhcomm.so
+# needs the sanitizer's runtime loaded before it.
 set -u
 spec=$1
 script= needs=numpy ranks="1 2 3 4" transports="ucx mpi"
 . "$spec"
+# HCOMM_TEST_MAX_RANKS (the sanitizer job in .ci/run: every rank is several
+# times slower there) keeps the rank counts up to it, and the smallest.
+if [ -n "${HCOMM_TEST_MAX_RANKS:-}" ]; then
+    kept=
+    for n in $ranks; do
+        [ "$n" -le "$HCOMM_TEST_MAX_RANKS" ] && kept="$kept $n"
+    done
+    [ -n "$kept" ] || kept=$(printf '%s\n' $ranks | sort -n | head -n 1)
+    [ "$kept" = " $ranks" ] || echo "HCOMM_TEST_MAX_RANKS=$HCOMM_TEST_MAX_RANKS: ranks$kept of $ranks"
+    ranks=$kept
+fi
 : "${MPIRUN:=mpirun}"
 : "${top_builddir:=.}"
 : "${top_srcdir:=.}"
@@ -40,6 +53,8 @@ if $MPIRUN --version 2>&1 | grep -q "Open MPI"; then
     launch_flags="--oversubscribe --bind-to none"
     export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
     export OMPI_MCA_mpi_yield_when_idle=1
+    [ -z "${HCOMM_TEST_PRELOAD_FIRST:-}" ] ||
+        launch_flags="$launch_flags -x LD_PRELOAD=$HCOMM_TEST_PRELOAD_FIRST"
 fi
 export HCOMM_TIMEOUT=${HCOMM_TIMEOUT:-60}
 

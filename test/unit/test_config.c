@@ -46,6 +46,19 @@ static void test_sizes(void **state) {
         HCOMM_ERR_INVALID_ARG);
     assert_int_equal(hcomm_cfg_int(HCOMM_CFG_CHUNK_SIZE), 2 << 20);
     assert_non_null(strstr(hcomm_last_error(), "HCOMM_CHUNK_SIZE"));
+    /* Chunks below 4 KiB are refused, naming the floor; the value stays. */
+    assert_int_equal(hcomm_config_set("HCOMM_CHUNK_SIZE", "1"),
+                     HCOMM_ERR_INVALID_ARG);
+    assert_string_equal(hcomm_last_error(),
+                        "HCOMM_CHUNK_SIZE=1: below the smallest allowed, "
+                        "4096 bytes (4K)");
+    assert_int_equal(hcomm_config_set("HCOMM_CHUNK_SIZE", "4095"),
+                     HCOMM_ERR_INVALID_ARG);
+    assert_int_equal(hcomm_config_set("HCOMM_CHUNK_SIZE", "0"),
+                     HCOMM_ERR_INVALID_ARG);
+    assert_int_equal(hcomm_cfg_int(HCOMM_CFG_CHUNK_SIZE), 2 << 20);
+    assert_int_equal(hcomm_config_set("HCOMM_CHUNK_SIZE", "4K"), 0);
+    assert_int_equal(hcomm_cfg_int(HCOMM_CFG_CHUNK_SIZE), 4096);
 }
 
 static void test_choices_and_levels(void **state) {

@@ -4,6 +4,7 @@
  * round robin over 3 nodes, and in uneven nodes; counts 0, 1, 7, N+1, 1009
  * in 8-byte and 804-byte chunks and a large one; every broadcast root
  * (1000 ranks: on the uneven placement). */
+#include "quick.h"
 #include "coll/verify.h"
 
 #include <setjmp.h>
@@ -148,6 +149,7 @@ static void test_allreduce_hierarchical_rhd(void **state) {
     assert_non_null(a);
     for (size_t k = 0; k < NSIZES; k++) {
         int n = sizes[k];
+        if (quick_skip(n)) continue;
         if (only_n && n != only_n) continue;
         for (int how = 0; how < NPLACEMENTS; how++) {
             place(n, how);
@@ -173,6 +175,7 @@ static void test_bcast_hierarchical_tree(void **state) {
     assert_non_null(a);
     for (size_t k = 0; k < NSIZES; k++) {
         int n = sizes[k];
+        if (quick_skip(n)) continue;
         if (only_n && n != only_n) continue;
         for (int how = 0; how < NPLACEMENTS; how++) {
             place(n, how);
