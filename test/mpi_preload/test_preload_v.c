@@ -139,7 +139,8 @@ static void allgatherv_case(int p, int kind, int in_place, int nb) {
 
 static void alltoallv_case(int p, int kind, int in_place, int nb) {
     int n = pu_size, me = pu_rank;
-    int sc[64], sd[64], rc[64], rd[64], scu[64], sdu[64], rcu[64], rdu[64];
+    int sc[64] = {0}, sd[64] = {0}, rc[64] = {0}, rd[64] = {0};
+    int scu[64], sdu[64], rcu[64], rdu[64];
     for (int j = 0; j < n; j++) {
         sc[j] = count_of(p, me, j);
         rc[j] = count_of(p, j, me);
