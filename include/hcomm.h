@@ -111,7 +111,18 @@ HCOMM_API hcomm_status_t hcomm_comm_size(hcomm_comm_t comm, int *size);
  * NULL. */
 HCOMM_API hcomm_status_t hcomm_mem_alloc(hcomm_comm_t comm, size_t bytes,
                                          void **ptr);
-/* Frees what hcomm_mem_alloc returned on comm (NULL is fine). Not
+/* bytes of device memory (on the calling thread's current CUDA device)
+ * that peers on the node map when it is allocated: collective, the same
+ * bytes on every rank, as hcomm_mem_alloc. An AllReduce whose buffers lie
+ * in it on every rank then runs on the CUDA IPC path with no copy and no
+ * workspace: each rank reduces its share of every rank's input and writes
+ * it into every rank's output. Where that path cannot run (several nodes,
+ * HCOMM_CUDA_IPC=0) it is plain device memory. HCOMM_ERR_UNSUPPORTED when
+ * built without CUDA. Freed with hcomm_mem_free. */
+HCOMM_API hcomm_status_t hcomm_mem_alloc_device(hcomm_comm_t comm, size_t bytes,
+                                                void **ptr);
+/* Frees what hcomm_mem_alloc or hcomm_mem_alloc_device returned on comm
+ * (NULL is fine). Not
  * collective; no call using the memory may be in flight on any rank. */
 HCOMM_API hcomm_status_t hcomm_mem_free(hcomm_comm_t comm, void *ptr);
 

@@ -197,7 +197,9 @@ static void print_usage(FILE *f) {
         "                         scatter (default 0)\n"
         "  -I, --inplace          in place\n"
         "  -R, --registered       buffers from hcomm_mem_alloc (allreduce,\n"
-        "                         allgather, broadcast), used by both sides\n"
+        "                         allgather, broadcast), used by both sides;\n"
+        "                         with -D cuda, hcomm_mem_alloc_device\n"
+        "                         (allreduce)\n"
         "      --json             one JSON object per row on stdout, nothing "
         "else\n"
         "      --mpi-only         only the MPI side (under an LD_PRELOAD "
@@ -437,8 +439,10 @@ static int check_opts(const perf_opts_t *o, int nranks, char *err) {
                  "--mpi-only, --hcomm-only or --registered");
     else if ((o->stream || o->nccl) && !o->device)
         snprintf(err, ERRLEN, "--stream and --nccl need -D cuda");
-    else if (o->device && (o->registered || o->pmpi))
-        snprintf(err, ERRLEN, "-D cuda: not with --registered or --pmpi");
+    else if (o->device && o->pmpi)
+        snprintf(err, ERRLEN, "-D cuda: not with --pmpi");
+    else if (o->device && o->registered && o->coll != PERF_ALLREDUCE)
+        snprintf(err, ERRLEN, "-D cuda --registered: allreduce only");
 #ifndef HAVE_CUDA
     else if (o->device)
         snprintf(err, ERRLEN, "-D cuda: hcomm_perf was built without CUDA");
@@ -834,7 +838,10 @@ static void *alloc_elems(const perf_ctx_t *c, size_t elems, size_t esize,
                          int on_device) {
     void *p = NULL;
     if (elems == 0) return NULL;
-    if (on_device) {
+    if (on_device && c->opts.registered) {
+        hcomm_status_t st = hcomm_mem_alloc_device(c->comm, elems * esize, &p);
+        if (st != HCOMM_SUCCESS) die_hcomm(c, "hcomm_mem_alloc_device", st);
+    } else if (on_device) {
         if (!(p = perf_dev_alloc(elems * esize)))
             die(c, "out of GPU memory for the buffers");
     } else if (c->opts.registered) {
@@ -847,10 +854,10 @@ static void *alloc_elems(const perf_ctx_t *c, size_t elems, size_t esize,
 }
 
 static void free_elems(const perf_ctx_t *c, void *p, int on_device) {
-    if (on_device)
-        perf_dev_free(p);
-    else if (c->opts.registered)
+    if (c->opts.registered)
         hcomm_mem_free(c->comm, p);
+    else if (on_device)
+        perf_dev_free(p);
     else
         free(p);
 }

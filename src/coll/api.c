@@ -369,6 +369,7 @@ static hcomm_status_t run_ipc(const call_t *k, hcomm_comm_impl_t *c,
         st = hcomm_ipc_op_init(&req->ipc, c, k->coll, k->sendbuf, k->recvbuf,
                                k->count, k->dtype, k->op, k->root,
                                k->on_stream ? k->stream : NULL);
+    req->direct.devreg = req->ipc.devreg; /* sent with the agreement */
     if (st == HCOMM_SUCCESS)
         st = hcomm_request_start(req, c, k->coll, NULL, NULL, !out, 1);
     if (st != HCOMM_SUCCESS) {
@@ -383,6 +384,52 @@ static hcomm_status_t run_ipc(const call_t *k, hcomm_comm_impl_t *c,
     if (!out) return hcomm_request_complete(req);
     *out = req;
     return HCOMM_SUCCESS;
+}
+#endif
+
+#ifdef HAVE_CUDA
+/* A blocking (or stream-ordered) call on GPU memory that the shared
+ * segment would take on host memory runs there too, its buffers staged
+ * through pinned host memory. Every rank then runs the same direct
+ * algorithm whatever memory it passed: ranks of one call may mix host and
+ * GPU memory (a reduce's root on the GPU, the others on the host), which
+ * the agreement of the plans' path can only refuse. */
+static hcomm_status_t run_staged(const call_t *k, hcomm_comm_impl_t *c,
+                                 call_mem_t *mem, hcomm_shm_algo_t direct,
+                                 hcomm_prof_call_t *pc) {
+    struct hcomm_gpu_ctx *ctx;
+    hcomm_status_t st = gpu_context(c, mem, &ctx);
+    if (st != HCOMM_SUCCESS) return st;
+    size_t esize = hcomm_dtype_size(k->dtype);
+    int us, ur;
+    buffers_used(k, c, &us, &ur);
+    int inplace = us && ur && k->sendbuf == k->recvbuf;
+    size_t sb = us && !inplace ? send_count(k, c) * esize : 0;
+    size_t rb = ur ? recv_count(k, c) * esize : 0;
+    if (inplace && send_count(k, c) * esize > rb) rb = send_count(k, c) * esize;
+    int dev = hcomm_gpu_ctx_device(ctx);
+    char *tmp = hcomm_gpu_alloc(HCOMM_GPU_POOL_PINNED, dev, sb + rb + 1);
+    if (!tmp) return HCOMM_ERR_NO_MEMORY;
+    /* The communicator's IPC stream follows the default stream, as a
+     * blocking call must (README, "GPU memory"). */
+    void *s = hcomm_gpu_ctx_stream(ctx, HCOMM_GPU_STREAM_IPC);
+    call_t h = *k;
+    h.sendbuf = us ? tmp : NULL;
+    h.recvbuf = ur ? tmp + sb : NULL;
+    if (inplace) h.sendbuf = h.recvbuf;
+    if (sb) st = hcomm_gpu_copy_async(tmp, k->sendbuf, sb, s);
+    /* the receive buffer too: a broadcast root's data, the blocks a call
+     * leaves as they were */
+    if (st == HCOMM_SUCCESS && rb)
+        st = hcomm_gpu_copy_async(tmp + sb, k->recvbuf, rb, s);
+    if (st == HCOMM_SUCCESS) st = hcomm_gpu_stream_sync(s);
+    if (st == HCOMM_SUCCESS) st = run_direct(&h, c, direct, NULL, pc);
+    if (st == HCOMM_SUCCESS && rb) {
+        st = hcomm_gpu_copy_async(k->recvbuf, tmp + sb, rb, s);
+        if (st == HCOMM_SUCCESS) st = hcomm_gpu_stream_sync(s);
+    }
+    hcomm_gpu_free(HCOMM_GPU_POOL_PINNED, dev, tmp, sb + rb + 1);
+    return st;
 }
 #endif
 
@@ -459,10 +506,15 @@ static hcomm_status_t run_call(const call_t *k, hcomm_comm_t comm,
     /* of the variable-count ones, those where every rank knows every
      * count */
     int shm_ok = !k->v || k->coll != HCOMM_COLL_ALLTOALLV;
-    if (host_paths && c->shm && shm_ok && !hcomm_select_is_forced(k->coll)) {
+    if (c->shm && shm_ok && !hcomm_select_is_forced(k->coll) &&
+        (host_paths || !out)) {
         hcomm_shm_algo_t direct =
             hcomm_shm_select(c->shm, k->coll, k->count * esize);
-        if (direct != HCOMM_SHM_NONE) return run_direct(k, c, direct, out, pc);
+        if (direct != HCOMM_SHM_NONE && host_paths)
+            return run_direct(k, c, direct, out, pc);
+#ifdef HAVE_CUDA
+        if (direct != HCOMM_SHM_NONE) return run_staged(k, c, &mem, direct, pc);
+#endif
     }
     /* Algorithms see the node map unless HCOMM_ENABLE_TOPOLOGY_AWARE=0. */
     const int *node_of = c->topo->aware ? c->topo->map.node_of : NULL;

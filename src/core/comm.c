@@ -218,6 +218,7 @@ static void destroy(hcomm_comm_impl_t *c) {
         if (c->plans[i].valid) hcomm_plan_release(&c->plans[i].plan);
 #ifdef HAVE_CUDA
     hcomm_ipc_free(c); /* before the segment: its free waits for peers */
+    hcomm_ipc_mem_free_all(c); /* after: no kernel reads them any more */
 #endif
     if (c->tp) c->tp->ops->destroy(c->tp);
     hcomm_shm_destroy(c->shm);

@@ -25,6 +25,7 @@ struct hcomm_topo;
 struct hcomm_shm;
 struct hcomm_gpu_ctx;
 struct hcomm_ipc;
+struct hcomm_ipc_region;
 
 typedef struct hcomm_comm_impl {
     MPI_Comm mpi_comm; /* private duplicate: bootstrap and splits */
@@ -53,6 +54,12 @@ typedef struct hcomm_comm_impl {
      * until the first call that would take it, then 1 (ready) or -1 (off). */
     struct hcomm_ipc *ipc;
     int ipc_state;
+    /* hcomm_mem_alloc_device's allocations (cuda_ipc/ipc_mem.c), and the
+     * last region id given (the same on every rank: allocations are
+     * collective). */
+    struct hcomm_ipc_region **dev_mem;
+    int ndev_mem;
+    uint32_t dev_mem_ids;
     /* hcomm_allreduce_ex with HCOMM_COMPRESS_AUTO: per power-of-two size,
      * 0 until measured, then 1 + the scheme picked. */
     uint8_t compress_pick[64];

@@ -21,6 +21,7 @@
 
 #include "core/comm.h"
 #include "cuda_ipc/ipc_kernels.h"
+#include "shm_tp/shm.h"
 
 typedef struct hcomm_ipc hcomm_ipc_t;
 
@@ -34,6 +35,9 @@ typedef struct {
     void *done;        /* an event after the kernel */
     uint64_t ticket;   /* its place in the communicator's order */
     int launched;
+    /* AllReduce: every rank's registered buffers, filled in by the
+     * agreement round (this rank's own by hcomm_ipc_op_init). */
+    hcomm_shm_devreg_t devreg[HCOMM_IPC_MAX_RANKS];
 } hcomm_ipc_op_t;
 
 /* Whether a call on device memory of coll, with bytes per rank's block (as
@@ -48,7 +52,8 @@ int hcomm_ipc_applies(const hcomm_comm_impl_t *c, hcomm_coll_t coll,
  * returns 0 then, 1 when the path is ready. */
 int hcomm_ipc_ready(hcomm_comm_impl_t *c, struct hcomm_gpu_ctx *ctx);
 
-/* Prepares a call (launched by the first hcomm_ipc_op_progress). */
+/* Prepares a call (launched by the first hcomm_ipc_op_progress, once the
+ * agreement round has filled in op->devreg). */
 hcomm_status_t hcomm_ipc_op_init(hcomm_ipc_op_t *op, hcomm_comm_impl_t *c,
                                  hcomm_coll_t coll, const void *in, void *out,
                                  size_t count, hcomm_dtype_t dtype,
@@ -66,6 +71,20 @@ hcomm_status_t hcomm_ipc_check(hcomm_comm_impl_t *c);
 void hcomm_ipc_abort(hcomm_comm_impl_t *c);
 /* Waits for c's kernels, unmaps the peers, frees (hcomm_comm_free). */
 void hcomm_ipc_free(hcomm_comm_impl_t *c);
+/* Registered device memory (ipc_mem.c). alloc is collective, after the
+ * ranks agreed on bytes; its memory is mapped by every peer where the path
+ * can run. free returns 0 when ptr is not such an allocation. find gives
+ * the region id (0: none) and offset of this rank's [p, p + len); peer, a
+ * peer's address at off in a region (NULL if not shared). */
+hcomm_status_t hcomm_ipc_mem_alloc(hcomm_comm_impl_t *c, size_t bytes,
+                                   void **ptr);
+int hcomm_ipc_mem_free(hcomm_comm_impl_t *c, const void *ptr);
+void hcomm_ipc_mem_free_all(hcomm_comm_impl_t *c);
+void hcomm_ipc_mem_find(const hcomm_comm_impl_t *c, const void *p, size_t len,
+                        uint32_t *id, uint64_t *off);
+char *hcomm_ipc_mem_peer(const hcomm_comm_impl_t *c, uint32_t id, int peer,
+                         uint64_t off);
+
 /* Bytes of device memory c's workspace holds (hcomm_info). */
 size_t hcomm_ipc_bytes(const hcomm_comm_impl_t *c);
 

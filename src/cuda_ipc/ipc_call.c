@@ -57,6 +57,41 @@ hcomm_status_t hcomm_ipc_op_init(hcomm_ipc_op_t *op, hcomm_comm_impl_t *c,
     k->epoch0 = ipc->epoch;
     ipc->epoch += shape.rounds;
     op->ticket = ipc->ticket++;
+    if (coll == HCOMM_COLL_ALLREDUCE) {
+        hcomm_shm_devreg_t *mine = &op->devreg[c->rank];
+        hcomm_ipc_mem_find(c, in, count * esize, &mine->in_reg, &mine->in_off);
+        hcomm_ipc_mem_find(c, out, count * esize, &mine->out_reg,
+                           &mine->out_off);
+    }
+    return HCOMM_SUCCESS;
+}
+
+/* A two-shot AllReduce whose buffers are registered on every rank goes
+ * direct: one round over the buffers themselves. Every rank sees the same
+ * registrations, so all decide alike. */
+static hcomm_status_t go_direct(hcomm_ipc_op_t *op) {
+    hcomm_comm_impl_t *c = op->comm;
+    hcomm_ipc_kargs_t *k = &op->k;
+    if (k->kind != HCOMM_IPC_TWOSHOT) return HCOMM_SUCCESS;
+    for (int p = 0; p < c->size; p++)
+        if (!op->devreg[p].in_reg || !op->devreg[p].out_reg)
+            return HCOMM_SUCCESS;
+    for (int p = 0; p < c->size; p++) {
+        const hcomm_shm_devreg_t *d = &op->devreg[p];
+        k->peer_in[p] = hcomm_ipc_mem_peer(c, d->in_reg, p, d->in_off);
+        k->peer_out[p] = hcomm_ipc_mem_peer(c, d->out_reg, p, d->out_off);
+        if (!k->peer_in[p] || !k->peer_out[p])
+            return c->broken = hcomm_error(
+                       HCOMM_ERR_INVALID_ARG,
+                       "allreduce: rank %d's buffer is in registered device "
+                       "memory that this rank (%d) has freed",
+                       p, c->rank);
+    }
+    size_t esize = hcomm_dtype_size(op->dtype);
+    k->direct = 1;
+    k->piece = k->count;
+    k->blocks = hcomm_ipc_blocks(k->count * esize,
+                                 hcomm_cfg_int(HCOMM_CFG_CUDA_IPC_BLOCKS));
     return HCOMM_SUCCESS;
 }
 
@@ -124,8 +159,10 @@ hcomm_status_t hcomm_ipc_op_progress(hcomm_ipc_op_t *op) {
         /* Kernels go to the stream in call order, whatever order the
          * requests are progressed in. */
         if (op->ticket != ipc->launched) return HCOMM_ERR_IN_PROGRESS;
+        hcomm_status_t st = go_direct(op);
+        if (st != HCOMM_SUCCESS) return st;
         int prev = hcomm_gpu_use_device(hcomm_gpu_ctx_device(ipc->ctx));
-        hcomm_status_t st = launch(op);
+        st = launch(op);
         if (prev >= 0) hcomm_gpu_use_device(prev);
         if (st != HCOMM_SUCCESS) {
             c->broken = st; /* the peers' kernels now wait in vain */
@@ -154,7 +191,9 @@ void hcomm_ipc_op_describe(const hcomm_ipc_op_t *op, char *out, size_t len) {
                  kind_name(op->k.kind));
     else
         snprintf(out, len,
-                 "the CUDA IPC %s kernel (rounds %llu on, %d blocks) on GPU %d",
+                 "the CUDA IPC %s kernel (rounds %llu on, %d blocks%s) on GPU "
+                 "%d",
                  kind_name(op->k.kind), (unsigned long long)op->k.epoch0,
-                 op->k.blocks, hcomm_gpu_ctx_device(ipc->ctx));
+                 op->k.blocks, op->k.direct ? ", registered buffers" : "",
+                 hcomm_gpu_ctx_device(ipc->ctx));
 }

@@ -97,7 +97,8 @@ template <typename T, typename OP>
 __device__ void copy(void *dst, const void *src, size_t n) {
     if (n == 0 || dst == src) return;
     Span s = {};
-    s.dst = dst;
+    s.dst[0] = dst;
+    s.ndst = 1;
     s.src[0] = src;
     s.nsrc = 1;
     s.n = n;
@@ -121,16 +122,17 @@ __global__ void __launch_bounds__(HCOMM_IPC_THREADS)
                 a.ws[p] + HCOMM_IPC_FLAG_BYTES + (epoch & 1) * a.area_bytes;
         Span s = {};
         s.nsrc = n;
+        s.ndst = 1;
         size_t lo, hi;
         switch (a.kind) {
         case HCOMM_IPC_ONESHOT:
-            hcomm_ipc_part(len, nb, b, vw, &lo, &hi);
+            hcomm_ipc_slice(a.piece, len, 1, 0, nb, b, vw, &lo, &hi);
             copy<T, OP>((T *)area[r] + lo, in + off + lo, hi - lo);
             signal_peers(a, 0, epoch);
             if (!wait_peers(a, 0, epoch)) return;
             for (int p = 0; p < n; p++)
                 s.src[p] = (const T *)area[p] + lo;
-            s.dst = out + off + lo;
+            s.dst[0] = out + off + lo;
             s.divisor = a.divisor;
             s.n = hi - lo;
             reduce_span<T, OP>(s, threadIdx.x, blockDim.x);
@@ -138,24 +140,41 @@ __global__ void __launch_bounds__(HCOMM_IPC_THREADS)
         case HCOMM_IPC_TWOSHOT: {
             // Chunk c of the round is reduced by rank c; block b of every
             // rank takes part b of every chunk.
-            size_t c0, c1;
+            if (a.direct) {
+                // Registered buffers: rank r reads chunk r of every
+                // rank's input and writes the result into every rank's
+                // output, once the peers have reached the call (their
+                // inputs written, their outputs free). No one else reads
+                // chunk r, so in place is safe; the second wait keeps
+                // every kernel running until its output is whole.
+                signal_peers(a, 0, epoch);
+                if (!wait_peers(a, 0, epoch)) return;
+                hcomm_ipc_slice(a.piece, len, n, r, nb, b, vw, &lo, &hi);
+                for (int p = 0; p < n; p++) {
+                    s.src[p] = (const T *)a.peer_in[p] + off + lo;
+                    s.dst[p] = (T *)a.peer_out[p] + off + lo;
+                }
+                s.ndst = n;
+                s.divisor = a.divisor;
+                s.n = hi - lo;
+                reduce_span<T, OP>(s, threadIdx.x, blockDim.x);
+                signal_peers(a, 1, epoch);
+                if (!wait_peers(a, 1, epoch)) return;
+                break;
+            }
             for (int c = 0; c < n; c++) {
                 if (c == r) continue; // this rank reads its own in place
-                hcomm_ipc_part(len, n, c, vw, &c0, &c1);
-                hcomm_ipc_part(c1 - c0, nb, b, vw, &lo, &hi);
-                copy<T, OP>((T *)area[r] + c0 + lo, in + off + c0 + lo,
-                            hi - lo);
+                hcomm_ipc_slice(a.piece, len, n, c, nb, b, vw, &lo, &hi);
+                copy<T, OP>((T *)area[r] + lo, in + off + lo, hi - lo);
             }
             signal_peers(a, 0, epoch);
             if (!wait_peers(a, 0, epoch)) return;
-            size_t r0, r1;
-            hcomm_ipc_part(len, n, r, vw, &r0, &r1);
-            hcomm_ipc_part(r1 - r0, nb, b, vw, &lo, &hi);
+            hcomm_ipc_slice(a.piece, len, n, r, nb, b, vw, &lo, &hi);
             for (int p = 0; p < n; p++)
-                s.src[p] =
-                    p == r ? in + off + r0 + lo : (const T *)area[p] + r0 + lo;
-            s.dst = (T *)(area[r] + res) + r0 + lo;
-            s.dst2 = out + off + r0 + lo;
+                s.src[p] = p == r ? in + off + lo : (const T *)area[p] + lo;
+            s.dst[0] = (T *)(area[r] + res) + lo;
+            s.dst[1] = out + off + lo;
+            s.ndst = 2;
             s.divisor = a.divisor;
             s.n = hi - lo;
             reduce_span<T, OP>(s, threadIdx.x, blockDim.x);
@@ -163,16 +182,15 @@ __global__ void __launch_bounds__(HCOMM_IPC_THREADS)
             if (!wait_peers(a, 1, epoch)) return;
             for (int c = 0; c < n; c++) {
                 if (c == r) continue;
-                hcomm_ipc_part(len, n, c, vw, &c0, &c1);
-                hcomm_ipc_part(c1 - c0, nb, b, vw, &lo, &hi);
-                copy<T, OP>(out + off + c0 + lo,
-                            (const T *)(area[c] + res) + c0 + lo, hi - lo);
+                hcomm_ipc_slice(a.piece, len, n, c, nb, b, vw, &lo, &hi);
+                copy<T, OP>(out + off + lo, (const T *)(area[c] + res) + lo,
+                            hi - lo);
             }
             break;
         }
         case HCOMM_IPC_REDUCE_SCATTER:
             // Block c of the input (count elements each) goes to rank c.
-            hcomm_ipc_part(len, nb, b, vw, &lo, &hi);
+            hcomm_ipc_slice(a.piece, len, 1, 0, nb, b, vw, &lo, &hi);
             for (int c = 0; c < n; c++)
                 if (c != r)
                     copy<T, OP>((T *)area[r] + c * a.piece + lo,
@@ -182,13 +200,13 @@ __global__ void __launch_bounds__(HCOMM_IPC_THREADS)
             for (int p = 0; p < n; p++)
                 s.src[p] = p == r ? in + r * a.count + off + lo
                                   : (const T *)area[p] + r * a.piece + lo;
-            s.dst = out + off + lo;
+            s.dst[0] = out + off + lo;
             s.divisor = a.divisor;
             s.n = hi - lo;
             reduce_span<T, OP>(s, threadIdx.x, blockDim.x);
             break;
         case HCOMM_IPC_ALLGATHER:
-            hcomm_ipc_part(len, nb, b, vw, &lo, &hi);
+            hcomm_ipc_slice(a.piece, len, 1, 0, nb, b, vw, &lo, &hi);
             copy<T, OP>((T *)area[r] + lo, in + off + lo, hi - lo);
             signal_peers(a, 0, epoch);
             if (!wait_peers(a, 0, epoch)) return;
@@ -200,7 +218,7 @@ __global__ void __launch_bounds__(HCOMM_IPC_THREADS)
         case HCOMM_IPC_BCAST:
             // Every rank raises its flag, the root after its copy, so that
             // the root too knows when its area may be written again.
-            hcomm_ipc_part(len, nb, b, vw, &lo, &hi);
+            hcomm_ipc_slice(a.piece, len, 1, 0, nb, b, vw, &lo, &hi);
             if (r == a.root)
                 copy<T, OP>((T *)area[r] + lo, in + off + lo, hi - lo);
             signal_peers(a, 0, epoch);

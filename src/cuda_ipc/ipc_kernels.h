@@ -63,7 +63,13 @@ typedef struct {
     size_t area_bytes;
     uint64_t epoch0; /* the first round's epoch (> every earlier one) */
     int blocks;
-    int divisor;         /* HCOMM_AVG: the rank count, else 0 */
+    int divisor; /* HCOMM_AVG: the rank count, else 0 */
+    /* Two-shot on registered buffers (hcomm_mem_alloc_device) on every
+     * rank: no workspace, one round, every rank's input and output as
+     * mapped here. */
+    int direct;
+    const void *peer_in[HCOMM_IPC_MAX_RANKS];
+    void *peer_out[HCOMM_IPC_MAX_RANKS];
     uint64_t timeout_ns; /* a wait longer than this fails the call */
     /* Host-mapped: abort[0] set by the host stops every wait; status[0] is
      * the first failure, status[1] the epoch it happened in, status[2] a
@@ -90,6 +96,23 @@ static inline HCOMM_IPC_HOST_DEVICE void hcomm_ipc_part(size_t len, int parts,
     per = (per + vw - 1) / vw * vw;
     *lo = (size_t)i * per < len ? (size_t)i * per : len;
     *hi = *lo + per < len ? *lo + per : len;
+}
+
+/* [lo, hi) of a round of len elements (at most piece): part b of parts of
+ * chunk c of chunks, laid out as in a full round of piece elements, then
+ * cut at len. A call's last, shorter round thus gives block b of a rank
+ * the same places in the areas as its full rounds, or fewer: what their
+ * reuse needs, since block b waits for block b of its peers only (a
+ * partition of len itself moved the last round's parts onto places other
+ * blocks of the peers could still be reading, two rounds before). */
+static inline HCOMM_IPC_HOST_DEVICE void
+hcomm_ipc_slice(size_t piece, size_t len, int chunks, int c, int parts, int b,
+                size_t vw, size_t *lo, size_t *hi) {
+    size_t c0, c1, p0, p1;
+    hcomm_ipc_part(piece, chunks, c, vw, &c0, &c1);
+    hcomm_ipc_part(c1 - c0, parts, b, vw, &p0, &p1);
+    *lo = c0 + p0 < len ? c0 + p0 : len;
+    *hi = c0 + p1 < len ? c0 + p1 : len;
 }
 
 /* Where a two-shot round keeps its result: after its input, 256-byte

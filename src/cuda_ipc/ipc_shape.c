@@ -43,12 +43,16 @@ void hcomm_ipc_shape(hcomm_ipc_kind_t kind, int nranks, size_t count,
     size_t piece = (area_bytes - 256) / per_elem / vw * vw;
     out->piece = piece < count ? piece : count;
     out->rounds = out->piece ? (count + out->piece - 1) / out->piece : 0;
-    size_t round = hcomm_ipc_round_bytes(kind, nranks, out->piece, esize);
+    out->blocks = hcomm_ipc_blocks(
+        hcomm_ipc_round_bytes(kind, nranks, out->piece, esize), max_blocks);
+}
+
+int hcomm_ipc_blocks(size_t round_bytes, long long max_blocks) {
     size_t cap = max_blocks < 1                      ? 1
                  : max_blocks > HCOMM_IPC_MAX_BLOCKS ? HCOMM_IPC_MAX_BLOCKS
                                                      : (size_t)max_blocks;
-    size_t blocks =
-        (round + HCOMM_IPC_BYTES_PER_BLOCK - 1) / HCOMM_IPC_BYTES_PER_BLOCK;
+    size_t blocks = (round_bytes + HCOMM_IPC_BYTES_PER_BLOCK - 1) /
+                    HCOMM_IPC_BYTES_PER_BLOCK;
     if (blocks > cap) blocks = cap;
-    out->blocks = blocks < 1 ? 1 : (int)blocks;
+    return blocks < 1 ? 1 : (int)blocks;
 }

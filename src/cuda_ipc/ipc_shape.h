@@ -33,4 +33,8 @@ void hcomm_ipc_shape(hcomm_ipc_kind_t kind, int nranks, size_t count,
                      size_t esize, size_t area_bytes, long long max_blocks,
                      hcomm_ipc_shape_t *out);
 
+/* The blocks of a round of round_bytes: one per HCOMM_IPC_BYTES_PER_BLOCK,
+ * 1 to max_blocks (itself at most HCOMM_IPC_MAX_BLOCKS). */
+int hcomm_ipc_blocks(size_t round_bytes, long long max_blocks);
+
 #endif

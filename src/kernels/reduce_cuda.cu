@@ -56,8 +56,9 @@ extern "C" int hcomm_cuda_reduce(void *dst, void *dst2, const void *const *srcs,
     if (nsrc < 1 || nsrc > HCOMM_CUDA_MAX_SRCS)
         return (int)cudaErrorInvalidValue;
     Span a = {};
-    a.dst = dst;
-    a.dst2 = dst2;
+    a.dst[0] = dst;
+    a.dst[1] = dst2;
+    a.ndst = dst2 ? 2 : 1;
     for (int s = 0; s < nsrc; s++)
         a.src[s] = srcs[s];
     a.nsrc = nsrc;
@@ -70,7 +71,8 @@ extern "C" int hcomm_cuda_copy(void *dst, const void *src, size_t bytes,
                                void *stream) {
     if (bytes == 0) return 0;
     Span a = {};
-    a.dst = dst;
+    a.dst[0] = dst;
+    a.ndst = 1;
     a.src[0] = src;
     a.nsrc = 1;
     a.n = bytes;

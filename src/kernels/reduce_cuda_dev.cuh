@@ -17,9 +17,9 @@ namespace hcomm_dev {
 constexpr int kUnroll = 4; // 16-byte vectors in flight per thread
 
 struct Span {
-    void *dst, *dst2; // dst2: a second copy of the result, or NULL
+    void *dst[HCOMM_CUDA_MAX_SRCS]; // every copy of the result (ndst)
     const void *src[HCOMM_CUDA_MAX_SRCS];
-    int nsrc;
+    int nsrc, ndst;
     int divisor; // > 1: the result is divided by it (HCOMM_AVG)
     size_t n;    // elements
 };
@@ -128,8 +128,8 @@ __device__ __forceinline__ void reduce_one(const Span &a, size_t i) {
                         A::load(load_cg(static_cast<const T *>(a.src[s]) + i)));
     if (a.divisor > 1) acc = divide(acc, a.divisor);
     T r = A::store(acc);
-    static_cast<T *>(a.dst)[i] = r;
-    if (a.dst2) static_cast<T *>(a.dst2)[i] = r;
+    for (int d = 0; d < a.ndst; d++)
+        static_cast<T *>(a.dst[d])[i] = r;
 }
 
 // k vectors (16 bytes of T each) at v0, v0 + step, ...: the threads of a
@@ -169,9 +169,9 @@ __device__ __forceinline__ void reduce_vectors(const Span &a, size_t head,
             o[e] = A::store(x);
         }
         size_t v = v0 + u * step;
-        reinterpret_cast<uint4 *>(static_cast<T *>(a.dst) + head)[v] = out;
-        if (a.dst2)
-            reinterpret_cast<uint4 *>(static_cast<T *>(a.dst2) + head)[v] = out;
+        for (int d = 0; d < a.ndst; d++)
+            reinterpret_cast<uint4 *>(static_cast<T *>(a.dst[d]) + head)[v] =
+                out;
     }
 }
 
@@ -181,9 +181,10 @@ __device__ __forceinline__ void reduce_vectors(const Span &a, size_t head,
 template <typename T, typename OP>
 __device__ void reduce_span(const Span &a, size_t w, size_t nw) {
     constexpr size_t W = 16 / sizeof(T);
-    uintptr_t mis = (uintptr_t)a.dst % 16;
-    bool same =
-        mis % sizeof(T) == 0 && (!a.dst2 || (uintptr_t)a.dst2 % 16 == mis);
+    uintptr_t mis = (uintptr_t)a.dst[0] % 16;
+    bool same = mis % sizeof(T) == 0;
+    for (int d = 1; d < a.ndst; d++)
+        same = same && (uintptr_t)a.dst[d] % 16 == mis;
     for (int s = 0; s < a.nsrc; s++)
         same = same && (uintptr_t)a.src[s] % 16 == mis;
     size_t head = a.n, nvec = 0;

@@ -123,6 +123,14 @@ int hcomm_shm_region_remove(hcomm_shm_t *shm, const void *ptr);
 hcomm_shm_algo_t hcomm_shm_select(const hcomm_shm_t *shm, hcomm_coll_t coll,
                                   size_t bytes);
 
+/* Where a rank's buffers of a CUDA IPC call lie in registered device
+ * memory (hcomm_mem_alloc_device): region ids (0: not registered) and
+ * offsets. Each rank sends its own with the call's agreement round. */
+typedef struct {
+    uint32_t in_reg, out_reg;
+    uint64_t in_off, out_off;
+} hcomm_shm_devreg_t;
+
 /* One direct call in progress. */
 typedef struct {
     hcomm_shm_t *shm;
@@ -146,6 +154,10 @@ typedef struct {
      * largest) and, allgatherv, place */
     const size_t *vcounts, *vdispls;
     size_t *vcopy; /* what they point into: the call's copy */
+    /* A CUDA IPC call's agreement: every rank's registration, this rank's
+     * sent with the descriptor and the peers' read back before the round
+     * ends (the ring entry holding them is reused only after that). */
+    hcomm_shm_devreg_t *devreg;
 } hcomm_shm_op_t;
 
 /* Starts a call (it runs once its turn on the communicator comes). op is

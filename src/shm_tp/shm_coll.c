@@ -318,7 +318,10 @@ static void publish_input(hcomm_shm_op_t *op) {
     int p = (int)(op->seq & 1);
     size_t off = round_offset(op) * op->esize, n = round_count(op) * op->esize;
     if (op->count == 0) {
-        /* the descriptor alone */
+        /* the descriptor alone, or with a CUDA IPC call's registration */
+        if (op->devreg)
+            memcpy(hcomm_shm_in(shm, shm->rank, op->seq, sizeof(*op->devreg)),
+                   &op->devreg[shm->rank], sizeof(*op->devreg));
     } else if (op->algo == HCOMM_SHM_CMA) {
         hcomm_shm_info_t *info = hcomm_shm_info(shm, shm->rank);
         size_t rn = op->count * op->esize, sn = rn;
@@ -623,7 +626,13 @@ static hcomm_status_t bcast_copy(hcomm_shm_op_t *op) {
  * (or an error through *st). */
 static int after_arrive(hcomm_shm_op_t *op, hcomm_status_t *st) {
     int is_root = op->shm->rank == op->root;
-    if (op->count == 0) return -1; /* the descriptors were all */
+    if (op->count == 0) { /* the descriptors were all */
+        for (int r = 0; op->devreg && r < op->shm->size; r++)
+            memcpy(&op->devreg[r],
+                   hcomm_shm_in(op->shm, r, op->seq, sizeof(*op->devreg)),
+                   sizeof(*op->devreg));
+        return -1;
+    }
     switch (op->coll) {
     case HCOMM_COLL_ALLREDUCE:
         if (op->algo == HCOMM_SHM_ONESHOT) {

@@ -32,10 +32,11 @@ mpirun_flags="--oversubscribe --bind-to none -x LD_LIBRARY_PATH -x HCOMM_TIMEOUT
   -x HCOMM_TRANSPORT -x HCOMM_CUDA_STAGING -x HCOMM_TEST_GPU_QUICK
   -x CUDA_MPS_PIPE_DIRECTORY -x CUDA_MPS_LOG_DIRECTORY -x NCCL_NVLS_ENABLE
   -x HCOMM_ALGO -x HCOMM_SHM_SLOT_SIZE -x HCOMM_CUDA_IPC -x HCOMM_CUDA_IPC_ALGO
-  -x HCOMM_CUDA_IPC_BUFFER"
+  -x HCOMM_CUDA_IPC_BUFFER -x HCOMM_CUDA_IPC_BLOCKS"
 export HCOMM_TRANSPORT=auto HCOMM_CUDA_STAGING=auto HCOMM_TEST_GPU_QUICK=0
 export HCOMM_ALGO= HCOMM_SHM_SLOT_SIZE=256K
 export HCOMM_CUDA_IPC=auto HCOMM_CUDA_IPC_ALGO=auto HCOMM_CUDA_IPC_BUFFER=8M
+export HCOMM_CUDA_IPC_BLOCKS=32
 
 status=0
 note() { echo "### $*"; }
@@ -93,6 +94,8 @@ if has ipc; then
         mpi ipc.log 3 "$b/test/gpu/test_cuda_colls"
     HCOMM_CUDA_IPC_ALGO=twoshot HCOMM_TEST_GPU_QUICK=1 mpi ipc.log 4 "$b/test/gpu/test_cuda_colls"
     mpi ipc.log 2 "$b/test/gpu/test_cuda_colls" # every type and operation
+    # the plans and the staged shared segment, the IPC path off
+    HCOMM_CUDA_IPC=0 HCOMM_TEST_GPU_QUICK=1 mpi ipc.log 3 "$b/test/gpu/test_cuda_colls"
     mps_off
     note "CUDA IPC without MPS"
     HCOMM_TEST_GPU_QUICK=1 mpi ipc.log 2 "$b/test/gpu/test_cuda_colls"
@@ -158,6 +161,15 @@ if has ipcperf; then
         HCOMM_CUDA_IPC=0 mpi ipcperf.log $n $p allreduce -b 8 -e 64M -f 4 -n 10 -w 3
     done
     mpi ipcperf.log 2 $p allreduce -b 8 -e 64M -f 8 -n 20 -w 5 -S
+    # registered buffers (hcomm_mem_alloc_device) against ordinary ones,
+    # two-shot both, and with the most blocks
+    for n in 2 4; do
+        for r in "" -R; do
+            HCOMM_CUDA_IPC_ALGO=twoshot mpi ipcperf.log $n $p allreduce \
+                -b 32K -e 256M -f 8 -n 10 -w 3 $r
+        done
+    done
+    HCOMM_CUDA_IPC_BLOCKS=64 mpi ipcperf.log 2 $p allreduce -b 8M -e 256M -f 4 -n 10 -w 3 -R
     mps_off
     grep -vE "^\\$|^\(exit" "$out/ipcperf.log" | grep -E "^ +[0-9]|^#" | head -300
 fi

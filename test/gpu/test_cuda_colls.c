@@ -1,6 +1,7 @@
 /* Every collective on GPU memory, as the host tests run them (the cases of
  * coll_cases.c), with the buffers copied to the GPU: device, managed and
- * pinned host memory; blocking, non-blocking and stream-ordered; in place
+ * pinned host memory, registered device memory (hcomm_mem_alloc_device:
+ * AllReduce, every type); blocking, non-blocking and stream-ordered; in place
  * and not; every dtype x op for AllReduce, several types for the rest;
  * counts 0, 1, 7, a prime and large ones; results compared bit for bit.
  * HCOMM_TEST_GPU_QUICK=1 runs fewer types (the runs without MPS). Without
@@ -13,10 +14,20 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef enum { MEM_DEVICE = 0, MEM_MANAGED, MEM_PINNED_SEND } mem_kind_t;
+/* Registered: hcomm_mem_alloc_device on every rank; registered on rank 0:
+ * every rank allocates it (the call is collective), only rank 0 uses it. */
+typedef enum {
+    MEM_DEVICE = 0,
+    MEM_MANAGED,
+    MEM_PINNED_SEND,
+    MEM_REGISTERED,
+    MEM_REGISTERED_RANK0
+} mem_kind_t;
 typedef enum { MODE_BLOCKING = 0, MODE_NONBLOCKING, MODE_STREAM } call_mode_t;
 
-static const char *mem_names[] = {"device", "managed", "pinned send"};
+static const char *mem_names[] = {"device", "managed", "pinned send",
+                                  "registered device",
+                                  "registered (rank 0) device"};
 static const char *mode_names[] = {"blocking", "non-blocking", "stream"};
 static cudaStream_t stream;
 static int rank, nranks;
@@ -87,9 +98,19 @@ static int stream_done(void) {
     return e == cudaSuccess;
 }
 
-static void *gpu_alloc(size_t bytes, mem_kind_t kind, int is_send) {
+/* *reg: the registered allocation, which may not be the one used. */
+static void *gpu_alloc(size_t bytes, mem_kind_t kind, int is_send,
+                       hcomm_comm_t comm, void **reg) {
     void *p = NULL;
     cudaError_t e;
+    *reg = NULL;
+    if (kind >= MEM_REGISTERED) {
+        /* bytes + 64: a call of nothing still gets memory */
+        hcomm_status_t st = hcomm_mem_alloc_device(comm, bytes + 64, reg);
+        CHECK(st == HCOMM_SUCCESS, "hcomm_mem_alloc_device: %s",
+              hcomm_last_error());
+        if (kind == MEM_REGISTERED || rank == 0) return *reg;
+    }
     if (kind == MEM_MANAGED)
         e = cudaMallocManaged(&p, bytes, cudaMemAttachGlobal);
     else if (kind == MEM_PINNED_SEND && is_send)
@@ -101,7 +122,10 @@ static void *gpu_alloc(size_t bytes, mem_kind_t kind, int is_send) {
     return e == cudaSuccess ? p : NULL;
 }
 
-static void gpu_free(void *p, mem_kind_t kind, int is_send) {
+static void gpu_free(void *p, mem_kind_t kind, int is_send, hcomm_comm_t comm,
+                     void *reg) {
+    if (reg) CHECK_OK(hcomm_mem_free(comm, reg));
+    if (p == reg) return;
     if (kind == MEM_PINNED_SEND && is_send)
         cudaFreeHost(p);
     else
@@ -120,7 +144,9 @@ static void run_case(const shape_t *s, hcomm_comm_t comm, mem_kind_t kind,
                      call_mode_t mode) {
     bufs_t b;
     case_prepare(s, nranks, rank, &b);
-    char *ds = gpu_alloc(b.bytes, kind, 1), *dr = gpu_alloc(b.bytes, kind, 0);
+    void *rs, *rr;
+    char *ds = gpu_alloc(b.bytes, kind, 1, comm, &rs),
+         *dr = gpu_alloc(b.bytes, kind, 0, comm, &rr);
     hcomm_status_t st = HCOMM_ERR_NO_MEMORY;
     if (ds && dr &&
         cudaMemcpy(ds, b.mem_send, b.bytes, cudaMemcpyDefault) == cudaSuccess &&
@@ -150,8 +176,10 @@ static void run_case(const shape_t *s, hcomm_comm_t comm, mem_kind_t kind,
               mode_names[mode], hcomm_strerror(st), hcomm_last_error());
     }
     case_finish(s, &b, st);
-    if (ds) gpu_free(ds, kind, 1);
-    if (dr) gpu_free(dr, kind, 0);
+    /* after every rank's call: a peer's kernel may still use them */
+    if (kind >= MEM_REGISTERED) MPI_Barrier(MPI_COMM_WORLD);
+    if (ds) gpu_free(ds, kind, 1, comm, rs);
+    if (dr) gpu_free(dr, kind, 0, comm, rr);
 }
 
 static const hcomm_coll_t colls[] = {
@@ -197,6 +225,29 @@ static void test_all(hcomm_comm_t comm, int quick) {
                          .algo = "auto"};
             run_case(&s, comm, (mem_kind_t)kind, MODE_BLOCKING);
         }
+    /* AllReduce on registered buffers: direct two-shot where every rank's
+     * are (HCOMM_CUDA_IPC_ALGO=twoshot, or past the one-shot limit), the
+     * workspaces where only rank 0's are */
+    static const hcomm_op_t reg_ops[] = {HCOMM_SUM, HCOMM_MAX, HCOMM_AVG};
+    for (int kind = MEM_REGISTERED; kind <= MEM_REGISTERED_RANK0; kind++)
+        for (int ti = 0; ti < HCOMM_DTYPE_COUNT; ti++)
+            for (int op = 0; op < 3; op++)
+                for (int ip = 0; ip < 2; ip++)
+                    for (size_t k = 0; k < sizeof(counts) / sizeof(*counts);
+                         k++)
+                        for (int mode = 0; mode < 3; mode++) {
+                            shape_t s = {.coll = HCOMM_COLL_ALLREDUCE,
+                                         .t = (hcomm_dtype_t)ti,
+                                         .op = reg_ops[op],
+                                         .count = counts[k],
+                                         .inplace = ip,
+                                         .algo = "auto"};
+                            if (quick && (ti % 3 || op || k == 5 ||
+                                          kind == MEM_REGISTERED_RANK0))
+                                continue;
+                            run_case(&s, comm, (mem_kind_t)kind,
+                                     (call_mode_t)mode);
+                        }
 }
 
 /* Device buffers on a split communicator, and point-to-point between

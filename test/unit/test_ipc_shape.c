@@ -12,28 +12,41 @@
 
 #include <cmocka.h>
 
-/* Marks the parts of [0, len) that the kernel's blocks take (in chunks of
- * n for two-shot) and checks each element is taken once, aligned. */
-static void check_tiling(hcomm_ipc_kind_t kind, int n, size_t len, int blocks,
-                         size_t vw, unsigned char *seen) {
+/* Marks the parts of a round of len elements (of at most piece) that the
+ * kernel's blocks take (in chunks of n for two-shot): each element taken
+ * once, every part aligned, and each block's part of the round within its
+ * part of a full round (the reuse of the areas relies on it). */
+static void check_tiling(hcomm_ipc_kind_t kind, int n, size_t piece, size_t len,
+                         int blocks, size_t vw, unsigned char *seen) {
     int chunks = kind == HCOMM_IPC_TWOSHOT ? n : 1;
     for (size_t i = 0; i < len; i++)
         seen[i] = 0;
-    for (int c = 0; c < chunks; c++) {
-        size_t c0, c1;
-        hcomm_ipc_part(len, chunks, c, vw, &c0, &c1);
-        assert_true(c0 == c1 || c0 % vw == 0); /* empty parts sit at len */
+    for (int c = 0; c < chunks; c++)
         for (int b = 0; b < blocks; b++) {
-            size_t lo, hi;
-            hcomm_ipc_part(c1 - c0, blocks, b, vw, &lo, &hi);
-            assert_true(lo <= hi && c0 + hi <= len);
-            assert_true(lo == hi || lo % vw == 0);
-            for (size_t i = c0 + lo; i < c0 + hi; i++)
+            size_t lo, hi, full_lo, full_hi;
+            hcomm_ipc_slice(piece, len, chunks, c, blocks, b, vw, &lo, &hi);
+            hcomm_ipc_slice(piece, piece, chunks, c, blocks, b, vw, &full_lo,
+                            &full_hi);
+            assert_true(lo <= hi && hi <= len);
+            assert_true(lo == hi ||
+                        (lo % vw == 0 && lo >= full_lo && hi <= full_hi));
+            for (size_t i = lo; i < hi; i++)
                 seen[i]++;
         }
-    }
     for (size_t i = 0; i < len; i++)
         assert_int_equal(seen[i], 1);
+}
+
+/* The blocks of a round: one per 32 KiB, within 1 and the cap. */
+static void test_blocks(void **state) {
+    (void)state;
+    assert_int_equal(hcomm_ipc_blocks(0, 32), 1);
+    assert_int_equal(hcomm_ipc_blocks(1, 32), 1);
+    assert_int_equal(hcomm_ipc_blocks(HCOMM_IPC_BYTES_PER_BLOCK + 1, 32), 2);
+    assert_int_equal(hcomm_ipc_blocks((size_t)1 << 30, 32), 32);
+    assert_int_equal(hcomm_ipc_blocks((size_t)1 << 30, 1000),
+                     HCOMM_IPC_MAX_BLOCKS);
+    assert_int_equal(hcomm_ipc_blocks((size_t)1 << 30, 0), 1);
 }
 
 static void test_shapes(void **state) {
@@ -71,9 +84,9 @@ static void test_shapes(void **state) {
                             size_t last = count - (s.rounds - 1) * s.piece;
                             if (s.piece <= ((size_t)1 << 18)) {
                                 check_tiling((hcomm_ipc_kind_t)kind, n, s.piece,
-                                             s.blocks, vw, seen);
-                                check_tiling((hcomm_ipc_kind_t)kind, n, last,
-                                             s.blocks, vw, seen);
+                                             s.piece, s.blocks, vw, seen);
+                                check_tiling((hcomm_ipc_kind_t)kind, n, s.piece,
+                                             last, s.blocks, vw, seen);
                             }
                             cases++;
                         }
@@ -106,6 +119,7 @@ static void test_kinds(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {cmocka_unit_test(test_shapes),
-                                       cmocka_unit_test(test_kinds)};
+                                       cmocka_unit_test(test_kinds),
+                                       cmocka_unit_test(test_blocks)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
