@@ -805,41 +805,41 @@ hcomm_status_t hcomm_irecv(void *buf, size_t count, hcomm_dtype_t dtype,
 
 /* --- variable counts ------------------------------------------------------ */
 
-static call_t vcall(hcomm_coll_t coll, const void *sendbuf, void *recvbuf,
-                    hcomm_dtype_t dtype, hcomm_op_t op,
-                    const hcomm_vspec_t *v) {
+/* Runs a variable-count call, blocking or started (NONBLOCKING: the
+ * request must be given). v lives on this frame only: the call reads the
+ * counts while it builds its plan, before it returns. */
+static hcomm_status_t vrun(hcomm_coll_t coll, const void *sendbuf,
+                           void *recvbuf, hcomm_dtype_t dtype, hcomm_op_t op,
+                           hcomm_vspec_t v, hcomm_comm_t comm, int blocking,
+                           hcomm_request_t *request) {
     call_t k = CALL(coll, sendbuf, recvbuf, 0, dtype, op, 0, 0);
-    k.v = v;
-    return k;
+    k.v = &v;
+    return blocking ? run(&k, comm, NULL) : NONBLOCKING(k, comm, request);
 }
 
 hcomm_status_t hcomm_allgatherv(const void *sendbuf, void *recvbuf,
                                 const size_t *recvcounts, const size_t *displs,
                                 hcomm_dtype_t dtype, hcomm_comm_t comm) {
-    hcomm_vspec_t v = {NULL, NULL, recvcounts, displs};
-    call_t k =
-        vcall(HCOMM_COLL_ALLGATHERV, sendbuf, recvbuf, dtype, HCOMM_SUM, &v);
-    return run(&k, comm, NULL);
+    return vrun(HCOMM_COLL_ALLGATHERV, sendbuf, recvbuf, dtype, HCOMM_SUM,
+                (hcomm_vspec_t){NULL, NULL, recvcounts, displs}, comm, 1, NULL);
 }
 
 hcomm_status_t hcomm_iallgatherv(const void *sendbuf, void *recvbuf,
                                  const size_t *recvcounts, const size_t *displs,
                                  hcomm_dtype_t dtype, hcomm_comm_t comm,
                                  hcomm_request_t *request) {
-    hcomm_vspec_t v = {NULL, NULL, recvcounts, displs};
-    call_t k =
-        vcall(HCOMM_COLL_ALLGATHERV, sendbuf, recvbuf, dtype, HCOMM_SUM, &v);
-    return NONBLOCKING(k, comm, request);
+    return vrun(HCOMM_COLL_ALLGATHERV, sendbuf, recvbuf, dtype, HCOMM_SUM,
+                (hcomm_vspec_t){NULL, NULL, recvcounts, displs}, comm, 0,
+                request);
 }
 
 hcomm_status_t hcomm_alltoallv(const void *sendbuf, const size_t *sendcounts,
                                const size_t *sdispls, void *recvbuf,
                                const size_t *recvcounts, const size_t *rdispls,
                                hcomm_dtype_t dtype, hcomm_comm_t comm) {
-    hcomm_vspec_t v = {sendcounts, sdispls, recvcounts, rdispls};
-    call_t k =
-        vcall(HCOMM_COLL_ALLTOALLV, sendbuf, recvbuf, dtype, HCOMM_SUM, &v);
-    return run(&k, comm, NULL);
+    return vrun(HCOMM_COLL_ALLTOALLV, sendbuf, recvbuf, dtype, HCOMM_SUM,
+                (hcomm_vspec_t){sendcounts, sdispls, recvcounts, rdispls}, comm,
+                1, NULL);
 }
 
 hcomm_status_t hcomm_ialltoallv(const void *sendbuf, const size_t *sendcounts,
@@ -847,20 +847,17 @@ hcomm_status_t hcomm_ialltoallv(const void *sendbuf, const size_t *sendcounts,
                                 const size_t *recvcounts, const size_t *rdispls,
                                 hcomm_dtype_t dtype, hcomm_comm_t comm,
                                 hcomm_request_t *request) {
-    hcomm_vspec_t v = {sendcounts, sdispls, recvcounts, rdispls};
-    call_t k =
-        vcall(HCOMM_COLL_ALLTOALLV, sendbuf, recvbuf, dtype, HCOMM_SUM, &v);
-    return NONBLOCKING(k, comm, request);
+    return vrun(HCOMM_COLL_ALLTOALLV, sendbuf, recvbuf, dtype, HCOMM_SUM,
+                (hcomm_vspec_t){sendcounts, sdispls, recvcounts, rdispls}, comm,
+                0, request);
 }
 
 hcomm_status_t hcomm_reduce_scatterv(const void *sendbuf, void *recvbuf,
                                      const size_t *recvcounts,
                                      hcomm_dtype_t dtype, hcomm_op_t op,
                                      hcomm_comm_t comm) {
-    hcomm_vspec_t v = {NULL, NULL, recvcounts, NULL};
-    call_t k =
-        vcall(HCOMM_COLL_REDUCE_SCATTERV, sendbuf, recvbuf, dtype, op, &v);
-    return run(&k, comm, NULL);
+    return vrun(HCOMM_COLL_REDUCE_SCATTERV, sendbuf, recvbuf, dtype, op,
+                (hcomm_vspec_t){NULL, NULL, recvcounts, NULL}, comm, 1, NULL);
 }
 
 hcomm_status_t hcomm_ireduce_scatterv(const void *sendbuf, void *recvbuf,
@@ -868,10 +865,9 @@ hcomm_status_t hcomm_ireduce_scatterv(const void *sendbuf, void *recvbuf,
                                       hcomm_dtype_t dtype, hcomm_op_t op,
                                       hcomm_comm_t comm,
                                       hcomm_request_t *request) {
-    hcomm_vspec_t v = {NULL, NULL, recvcounts, NULL};
-    call_t k =
-        vcall(HCOMM_COLL_REDUCE_SCATTERV, sendbuf, recvbuf, dtype, op, &v);
-    return NONBLOCKING(k, comm, request);
+    return vrun(HCOMM_COLL_REDUCE_SCATTERV, sendbuf, recvbuf, dtype, op,
+                (hcomm_vspec_t){NULL, NULL, recvcounts, NULL}, comm, 0,
+                request);
 }
 
 /* --- stream-ordered forms ---------------------------------------------- */

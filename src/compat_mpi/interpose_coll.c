@@ -8,6 +8,7 @@
  * the root of MPI_Reduce passes, plays no part in the choice. The
  * data-movement collectives are in interpose_move.c. */
 #include "compat_mpi/interpose.h"
+#include "compat_mpi/interpose_entry.h"
 
 #include <string.h>
 
@@ -224,147 +225,41 @@ int hcmpi_try_ibarrier(MPI_Comm comm, MPI_Request *request, int *rc) {
 
 /* --- the exported C entry points ----------------------------------------- */
 
-HCMPI_EXPORT int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count,
-                               MPI_Datatype datatype, MPI_Op op,
-                               MPI_Comm comm) {
-    int rc;
-    if (hcmpi_try_allreduce(sendbuf, recvbuf, count, datatype, op, comm, &rc))
-        return rc;
-    return PMPI_Allreduce(sendbuf, recvbuf, count, datatype, op, comm);
-}
+HCMPI_ENTRY(Allreduce, hcmpi_try_allreduce,
+            (const void *sendbuf, void *recvbuf, int count,
+             MPI_Datatype datatype, MPI_Op op, MPI_Comm comm),
+            (sendbuf, recvbuf, count, datatype, op, comm))
 
-HCMPI_EXPORT int MPI_Iallreduce(const void *sendbuf, void *recvbuf, int count,
-                                MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
-                                MPI_Request *request) {
-    int rc;
-    if (hcmpi_try_iallreduce(sendbuf, recvbuf, count, datatype, op, comm,
-                             request, &rc))
-        return rc;
-    return PMPI_Iallreduce(sendbuf, recvbuf, count, datatype, op, comm,
-                           request);
-}
+HCMPI_ENTRY(Iallreduce, hcmpi_try_iallreduce,
+            (const void *sendbuf, void *recvbuf, int count,
+             MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
+             MPI_Request *request),
+            (sendbuf, recvbuf, count, datatype, op, comm, request))
 
-HCMPI_EXPORT int MPI_Allgather(const void *sendbuf, int sendcount,
-                               MPI_Datatype sendtype, void *recvbuf,
-                               int recvcount, MPI_Datatype recvtype,
-                               MPI_Comm comm) {
-    int rc;
-    if (hcmpi_try_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount,
-                            recvtype, comm, &rc))
-        return rc;
-    return PMPI_Allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount,
-                          recvtype, comm);
-}
+/* The others with their non-blocking forms: a request HCOMM runs from
+ * MPI's progress engine (Open MPI), else MPI's own call. */
 
-HCMPI_EXPORT int MPI_Bcast(void *buffer, int count, MPI_Datatype datatype,
-                           int root, MPI_Comm comm) {
-    int rc;
-    if (hcmpi_try_bcast(buffer, count, datatype, root, comm, &rc)) return rc;
-    return PMPI_Bcast(buffer, count, datatype, root, comm);
-}
+HCMPI_ENTRY_PAIR(Allgather, hcmpi_try_allgather, Iallgather,
+                 hcmpi_try_iallgather, HCMPI_BLOCKS_PARAMS, HCMPI_BLOCKS_ARGS)
 
-HCMPI_EXPORT int MPI_Reduce(const void *sendbuf, void *recvbuf, int count,
-                            MPI_Datatype datatype, MPI_Op op, int root,
-                            MPI_Comm comm) {
-    int rc;
-    if (hcmpi_try_reduce(sendbuf, recvbuf, count, datatype, op, root, comm,
-                         &rc))
-        return rc;
-    return PMPI_Reduce(sendbuf, recvbuf, count, datatype, op, root, comm);
-}
+HCMPI_ENTRY_PAIR(Alltoall, hcmpi_try_alltoall, Ialltoall, hcmpi_try_ialltoall,
+                 HCMPI_BLOCKS_PARAMS, HCMPI_BLOCKS_ARGS)
 
-HCMPI_EXPORT int MPI_Reduce_scatter_block(const void *sendbuf, void *recvbuf,
-                                          int recvcount, MPI_Datatype datatype,
-                                          MPI_Op op, MPI_Comm comm) {
-    int rc;
-    if (hcmpi_try_reduce_scatter_block(sendbuf, recvbuf, recvcount, datatype,
-                                       op, comm, &rc))
-        return rc;
-    return PMPI_Reduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op,
-                                     comm);
-}
+HCMPI_ENTRY_PAIR(Bcast, hcmpi_try_bcast, Ibcast, hcmpi_try_ibcast,
+                 (void *buffer, int count, MPI_Datatype datatype, int root,
+                  MPI_Comm comm),
+                 (buffer, count, datatype, root, comm))
 
-HCMPI_EXPORT int MPI_Alltoall(const void *sendbuf, int sendcount,
-                              MPI_Datatype sendtype, void *recvbuf,
-                              int recvcount, MPI_Datatype recvtype,
-                              MPI_Comm comm) {
-    int rc;
-    if (hcmpi_try_alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount,
-                           recvtype, comm, &rc))
-        return rc;
-    return PMPI_Alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount,
-                         recvtype, comm);
-}
+HCMPI_ENTRY_PAIR(Reduce, hcmpi_try_reduce, Ireduce, hcmpi_try_ireduce,
+                 (const void *sendbuf, void *recvbuf, int count,
+                  MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm),
+                 (sendbuf, recvbuf, count, datatype, op, root, comm))
 
-HCMPI_EXPORT int MPI_Barrier(MPI_Comm comm) {
-    int rc;
-    if (hcmpi_try_barrier(comm, &rc)) return rc;
-    return PMPI_Barrier(comm);
-}
+HCMPI_ENTRY_PAIR(Reduce_scatter_block, hcmpi_try_reduce_scatter_block,
+                 Ireduce_scatter_block, hcmpi_try_ireduce_scatter_block,
+                 (const void *sendbuf, void *recvbuf, int recvcount,
+                  MPI_Datatype datatype, MPI_Op op, MPI_Comm comm),
+                 (sendbuf, recvbuf, recvcount, datatype, op, comm))
 
-/* The non-blocking forms: a request HCOMM runs from MPI's progress engine
- * (Open MPI), else MPI's own call. */
-
-HCMPI_EXPORT int MPI_Ibcast(void *buffer, int count, MPI_Datatype datatype,
-                            int root, MPI_Comm comm, MPI_Request *request) {
-    int rc;
-    if (request &&
-        hcmpi_try_ibcast(buffer, count, datatype, root, comm, request, &rc))
-        return rc;
-    return PMPI_Ibcast(buffer, count, datatype, root, comm, request);
-}
-
-HCMPI_EXPORT int MPI_Iallgather(const void *sendbuf, int sendcount,
-                                MPI_Datatype sendtype, void *recvbuf,
-                                int recvcount, MPI_Datatype recvtype,
-                                MPI_Comm comm, MPI_Request *request) {
-    int rc;
-    if (request &&
-        hcmpi_try_iallgather(sendbuf, sendcount, sendtype, recvbuf, recvcount,
-                             recvtype, comm, request, &rc))
-        return rc;
-    return PMPI_Iallgather(sendbuf, sendcount, sendtype, recvbuf, recvcount,
-                           recvtype, comm, request);
-}
-
-HCMPI_EXPORT int MPI_Ialltoall(const void *sendbuf, int sendcount,
-                               MPI_Datatype sendtype, void *recvbuf,
-                               int recvcount, MPI_Datatype recvtype,
-                               MPI_Comm comm, MPI_Request *request) {
-    int rc;
-    if (request && hcmpi_try_ialltoall(sendbuf, sendcount, sendtype, recvbuf,
-                                       recvcount, recvtype, comm, request, &rc))
-        return rc;
-    return PMPI_Ialltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount,
-                          recvtype, comm, request);
-}
-
-HCMPI_EXPORT int MPI_Ireduce(const void *sendbuf, void *recvbuf, int count,
-                             MPI_Datatype datatype, MPI_Op op, int root,
-                             MPI_Comm comm, MPI_Request *request) {
-    int rc;
-    if (request && hcmpi_try_ireduce(sendbuf, recvbuf, count, datatype, op,
-                                     root, comm, request, &rc))
-        return rc;
-    return PMPI_Ireduce(sendbuf, recvbuf, count, datatype, op, root, comm,
-                        request);
-}
-
-HCMPI_EXPORT int MPI_Ireduce_scatter_block(const void *sendbuf, void *recvbuf,
-                                           int recvcount, MPI_Datatype datatype,
-                                           MPI_Op op, MPI_Comm comm,
-                                           MPI_Request *request) {
-    int rc;
-    if (request &&
-        hcmpi_try_ireduce_scatter_block(sendbuf, recvbuf, recvcount, datatype,
-                                        op, comm, request, &rc))
-        return rc;
-    return PMPI_Ireduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op,
-                                      comm, request);
-}
-
-HCMPI_EXPORT int MPI_Ibarrier(MPI_Comm comm, MPI_Request *request) {
-    int rc;
-    if (request && hcmpi_try_ibarrier(comm, request, &rc)) return rc;
-    return PMPI_Ibarrier(comm, request);
-}
+HCMPI_ENTRY_PAIR(Barrier, hcmpi_try_barrier, Ibarrier, hcmpi_try_ibarrier,
+                 (MPI_Comm comm), (comm))

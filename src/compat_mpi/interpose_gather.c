@@ -7,7 +7,7 @@
  * same number. A side whose data lie contiguous is handed to HCOMM; any
  * other is packed into scratch (and unpacked after), as in
  * interpose_move.c. */
-#include "compat_mpi/interpose.h"
+#include "compat_mpi/interpose_entry.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -194,51 +194,16 @@ int hcmpi_try_scatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
 
 /* --- the exported C entry points ----------------------------------------- */
 
-HCMPI_EXPORT int MPI_Gather(const void *sendbuf, int sendcount,
-                            MPI_Datatype sendtype, void *recvbuf, int recvcount,
-                            MPI_Datatype recvtype, int root, MPI_Comm comm) {
-    int rc;
-    if (hcmpi_try_gather(sendbuf, sendcount, sendtype, recvbuf, recvcount,
-                         recvtype, root, comm, NULL, &rc))
-        return rc;
-    return PMPI_Gather(sendbuf, sendcount, sendtype, recvbuf, recvcount,
-                       recvtype, root, comm);
-}
+HCMPI_ENTRY_NULL_PAIR(Gather, Igather, hcmpi_try_gather,
+                      (const void *sendbuf, int sendcount,
+                       MPI_Datatype sendtype, void *recvbuf, int recvcount,
+                       MPI_Datatype recvtype, int root, MPI_Comm comm),
+                      (sendbuf, sendcount, sendtype, recvbuf, recvcount,
+                       recvtype, root, comm))
 
-HCMPI_EXPORT int MPI_Igather(const void *sendbuf, int sendcount,
-                             MPI_Datatype sendtype, void *recvbuf,
-                             int recvcount, MPI_Datatype recvtype, int root,
-                             MPI_Comm comm, MPI_Request *request) {
-    int rc;
-    if (request &&
-        hcmpi_try_gather(sendbuf, sendcount, sendtype, recvbuf, recvcount,
-                         recvtype, root, comm, request, &rc))
-        return rc;
-    return PMPI_Igather(sendbuf, sendcount, sendtype, recvbuf, recvcount,
-                        recvtype, root, comm, request);
-}
-
-HCMPI_EXPORT int MPI_Scatter(const void *sendbuf, int sendcount,
-                             MPI_Datatype sendtype, void *recvbuf,
-                             int recvcount, MPI_Datatype recvtype, int root,
-                             MPI_Comm comm) {
-    int rc;
-    if (hcmpi_try_scatter(sendbuf, sendcount, sendtype, recvbuf, recvcount,
-                          recvtype, root, comm, NULL, &rc))
-        return rc;
-    return PMPI_Scatter(sendbuf, sendcount, sendtype, recvbuf, recvcount,
-                        recvtype, root, comm);
-}
-
-HCMPI_EXPORT int MPI_Iscatter(const void *sendbuf, int sendcount,
-                              MPI_Datatype sendtype, void *recvbuf,
-                              int recvcount, MPI_Datatype recvtype, int root,
-                              MPI_Comm comm, MPI_Request *request) {
-    int rc;
-    if (request &&
-        hcmpi_try_scatter(sendbuf, sendcount, sendtype, recvbuf, recvcount,
-                          recvtype, root, comm, request, &rc))
-        return rc;
-    return PMPI_Iscatter(sendbuf, sendcount, sendtype, recvbuf, recvcount,
-                         recvtype, root, comm, request);
-}
+HCMPI_ENTRY_NULL_PAIR(Scatter, Iscatter, hcmpi_try_scatter,
+                      (const void *sendbuf, int sendcount,
+                       MPI_Datatype sendtype, void *recvbuf, int recvcount,
+                       MPI_Datatype recvtype, int root, MPI_Comm comm),
+                      (sendbuf, sendcount, sendtype, recvbuf, recvcount,
+                       recvtype, root, comm))

@@ -9,7 +9,7 @@
  * same element count and type, made from the bytes alone. Send arguments
  * that disagree with the receive side are an erroneous program: that rank
  * goes to MPI, which reports it. */
-#include "compat_mpi/interpose.h"
+#include "compat_mpi/interpose_entry.h"
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -119,6 +119,72 @@ int hcmpi_try_ibcast(void *buf, int count, MPI_Datatype dtype, int root,
     return try_bcast(buf, count, dtype, root, comm, request, rc);
 }
 
+/* HCOMM's blocking and non-blocking forms of a collective that moves one
+ * block per rank pair: allgather's and alltoall's take the same arguments. */
+typedef struct {
+    hcomm_status_t (*run)(const void *, void *, size_t, hcomm_dtype_t,
+                          hcomm_comm_t);
+    hcomm_status_t (*start)(const void *, void *, size_t, hcomm_dtype_t,
+                            hcomm_comm_t, hcomm_request_t *);
+} blocks_calls_t;
+
+static const blocks_calls_t allgather_calls = {hcomm_allgather,
+                                               hcomm_iallgather};
+static const blocks_calls_t alltoall_calls = {hcomm_alltoall, hcomm_ialltoall};
+
+/* What allgather and alltoall check before HCOMM takes them, in this
+ * order: enabled, a way to progress, the receive side's block, the
+ * communicator, the whole size, then the send side unless in place
+ * (per_rank: alltoall's, a block for every rank). On 1, *block is the
+ * block's bytes, *r the whole receive buffer and *s the send side. */
+static int take_blocks(hcmpi_coll_t k, const void *sendbuf, int sendcount,
+                       MPI_Datatype sendtype, void *recvbuf, int recvcount,
+                       MPI_Datatype recvtype, MPI_Comm comm,
+                       MPI_Request *request, int per_rank, hcmpi_comm_t **c,
+                       size_t *block, hcmpi_layout_t *r, hcmpi_layout_t *s) {
+    if (!hcmpi_wants(k)) return hcmpi_fallback(k, hcmpi_why_not());
+    if (no_progress(k, request)) return 0;
+    if (recvcount < 0 || !hcmpi_layout(recvbuf, (size_t)recvcount, recvtype, r))
+        return hcmpi_fallback(k, HCMPI_WHY_ARGS);
+    *block = r->bytes;
+    if (!take(k, *block, comm, c)) return 0;
+    size_t size = (size_t)(*c)->size;
+    if (!hcmpi_in_window(k, size * *block))
+        return hcmpi_fallback(k, HCMPI_WHY_SIZE);
+    if (sendbuf != MPI_IN_PLACE &&
+        !send_matches(sendbuf, sendcount, sendtype, recvcount, recvtype,
+                      per_rank ? size : 1, r, s))
+        return hcmpi_fallback(k, HCMPI_WHY_ARGS);
+    hcmpi_layout_times(r, size);
+    return 1;
+}
+
+/* Hands the blocks to HCOMM, blocking or started, and finishes the call. */
+static int run_blocks(hcmpi_coll_t k, const blocks_calls_t *f, const void *src,
+                      void *dst, size_t block, const hcmpi_comm_t *c,
+                      MPI_Comm comm, hcmpi_done_t *d, MPI_Request *request,
+                      int *rc) {
+    size_t n;
+    hcomm_dtype_t t = hcmpi_unit(block, &n);
+    hcomm_request_t hreq = HCOMM_REQUEST_NULL;
+    ENTER();
+    hcomm_status_t st = request ? f->start(src, dst, n, t, c->comm, &hreq)
+                                : f->run(src, dst, n, t, c->comm);
+    LEAVE();
+    return hcmpi_complete(k, comm, st, hreq, d, request, rc);
+}
+
+/* hcmpi_try_<name> and hcmpi_try_i<name> (interpose.h): the blocking and
+ * the non-blocking door to try_<name>, for allgather and alltoall. */
+#define BLOCKS_TRIES(name)                                                     \
+    int hcmpi_try_##name HCMPI_APPEND(HCMPI_BLOCKS_PARAMS, int *rc) {          \
+        return try_##name HCMPI_APPEND(HCMPI_BLOCKS_ARGS, NULL, rc);           \
+    }                                                                          \
+    int hcmpi_try_i##name HCMPI_APPEND(HCMPI_BLOCKS_PARAMS,                    \
+                                       MPI_Request *request, int *rc) {        \
+        return try_##name HCMPI_APPEND(HCMPI_BLOCKS_ARGS, request, rc);        \
+    }
+
 static int try_allgather(const void *sendbuf, int sendcount,
                          MPI_Datatype sendtype, void *recvbuf, int recvcount,
                          MPI_Datatype recvtype, MPI_Comm comm,
@@ -126,21 +192,12 @@ static int try_allgather(const void *sendbuf, int sendcount,
     const hcmpi_coll_t k = request ? HCMPI_IALLGATHER : HCMPI_ALLGATHER;
     hcmpi_layout_t r, s;
     hcmpi_comm_t *c;
+    size_t block;
     int in_place = sendbuf == MPI_IN_PLACE;
-    if (!hcmpi_wants(k)) return hcmpi_fallback(k, hcmpi_why_not());
-    if (no_progress(k, request)) return 0;
-    if (recvcount < 0 ||
-        !hcmpi_layout(recvbuf, (size_t)recvcount, recvtype, &r))
-        return hcmpi_fallback(k, HCMPI_WHY_ARGS);
-    size_t block = r.bytes;
-    if (!take(k, block, comm, &c)) return 0;
-    if (!hcmpi_in_window(k, (size_t)c->size * block))
-        return hcmpi_fallback(k, HCMPI_WHY_SIZE);
-    if (!in_place && !send_matches(sendbuf, sendcount, sendtype, recvcount,
-                                   recvtype, 1, &r, &s))
-        return hcmpi_fallback(k, HCMPI_WHY_ARGS);
+    if (!take_blocks(k, sendbuf, sendcount, sendtype, recvbuf, recvcount,
+                     recvtype, comm, request, 0, &c, &block, &r, &s))
+        return 0;
     /* The whole receive buffer, and where this rank's block goes. */
-    hcmpi_layout_times(&r, (size_t)c->size);
     hcmpi_done_t local, *d = done_for(request, &local);
     char *all = r.contiguous ? r.data : hcmpi_scratch(r.bytes);
     if (!all || !d) {
@@ -178,31 +235,11 @@ static int try_allgather(const void *sendbuf, int sendcount,
         hcmpi_done_run(d, HCOMM_ERR_INTERNAL);
         return failed(k, comm, err, rc);
     }
-    size_t n;
-    hcomm_dtype_t t = hcmpi_unit(block, &n);
-    hcomm_request_t hreq = HCOMM_REQUEST_NULL;
-    ENTER();
-    hcomm_status_t st = request
-                            ? hcomm_iallgather(src, all, n, t, c->comm, &hreq)
-                            : hcomm_allgather(src, all, n, t, c->comm);
-    LEAVE();
-    return hcmpi_complete(k, comm, st, hreq, d, request, rc);
+    return run_blocks(k, &allgather_calls, src, all, block, c, comm, d, request,
+                      rc);
 }
 
-int hcmpi_try_allgather(const void *sendbuf, int sendcount,
-                        MPI_Datatype sendtype, void *recvbuf, int recvcount,
-                        MPI_Datatype recvtype, MPI_Comm comm, int *rc) {
-    return try_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount,
-                         recvtype, comm, NULL, rc);
-}
-
-int hcmpi_try_iallgather(const void *sendbuf, int sendcount,
-                         MPI_Datatype sendtype, void *recvbuf, int recvcount,
-                         MPI_Datatype recvtype, MPI_Comm comm,
-                         MPI_Request *request, int *rc) {
-    return try_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount,
-                         recvtype, comm, request, rc);
-}
+BLOCKS_TRIES(allgather)
 
 static int try_alltoall(const void *sendbuf, int sendcount,
                         MPI_Datatype sendtype, void *recvbuf, int recvcount,
@@ -211,21 +248,11 @@ static int try_alltoall(const void *sendbuf, int sendcount,
     const hcmpi_coll_t k = request ? HCMPI_IALLTOALL : HCMPI_ALLTOALL;
     hcmpi_layout_t r, s;
     hcmpi_comm_t *c;
+    size_t block;
     int in_place = sendbuf == MPI_IN_PLACE;
-    if (!hcmpi_wants(k)) return hcmpi_fallback(k, hcmpi_why_not());
-    if (no_progress(k, request)) return 0;
-    if (recvcount < 0 ||
-        !hcmpi_layout(recvbuf, (size_t)recvcount, recvtype, &r))
-        return hcmpi_fallback(k, HCMPI_WHY_ARGS);
-    size_t block = r.bytes, size;
-    if (!take(k, block, comm, &c)) return 0;
-    size = (size_t)c->size;
-    if (!hcmpi_in_window(k, size * block))
-        return hcmpi_fallback(k, HCMPI_WHY_SIZE);
-    if (!in_place && !send_matches(sendbuf, sendcount, sendtype, recvcount,
-                                   recvtype, size, &r, &s))
-        return hcmpi_fallback(k, HCMPI_WHY_ARGS);
-    hcmpi_layout_times(&r, size);
+    if (!take_blocks(k, sendbuf, sendcount, sendtype, recvbuf, recvcount,
+                     recvtype, comm, request, 1, &c, &block, &r, &s))
+        return 0;
     hcmpi_done_t local, *d = done_for(request, &local);
     char *dst = r.contiguous ? r.data : hcmpi_scratch(r.bytes);
     const char *src = dst; /* in place: HCOMM's in-place form */
@@ -251,28 +278,8 @@ static int try_alltoall(const void *sendbuf, int sendcount,
         if (d) hcmpi_done_run(d, HCOMM_ERR_INTERNAL);
         return failed(k, comm, err, rc);
     }
-    size_t n;
-    hcomm_dtype_t t = hcmpi_unit(block, &n);
-    hcomm_request_t hreq = HCOMM_REQUEST_NULL;
-    ENTER();
-    hcomm_status_t st = request
-                            ? hcomm_ialltoall(src, dst, n, t, c->comm, &hreq)
-                            : hcomm_alltoall(src, dst, n, t, c->comm);
-    LEAVE();
-    return hcmpi_complete(k, comm, st, hreq, d, request, rc);
+    return run_blocks(k, &alltoall_calls, src, dst, block, c, comm, d, request,
+                      rc);
 }
 
-int hcmpi_try_alltoall(const void *sendbuf, int sendcount,
-                       MPI_Datatype sendtype, void *recvbuf, int recvcount,
-                       MPI_Datatype recvtype, MPI_Comm comm, int *rc) {
-    return try_alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount,
-                        recvtype, comm, NULL, rc);
-}
-
-int hcmpi_try_ialltoall(const void *sendbuf, int sendcount,
-                        MPI_Datatype sendtype, void *recvbuf, int recvcount,
-                        MPI_Datatype recvtype, MPI_Comm comm,
-                        MPI_Request *request, int *rc) {
-    return try_alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount,
-                        recvtype, comm, request, rc);
-}
+BLOCKS_TRIES(alltoall)

@@ -12,7 +12,7 @@
  * Data move as bytes (HCOMM_UINT8): a side whose datatype is a mapped
  * predefined one is handed over in place, with displacements in bytes; any
  * other is packed block by block into scratch, and unpacked after. */
-#include "compat_mpi/interpose.h"
+#include "compat_mpi/interpose_entry.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -340,79 +340,25 @@ int hcmpi_try_reduce_scatter(const void *sendbuf, void *recvbuf,
 
 /* --- the exported C entry points ----------------------------------------- */
 
-HCMPI_EXPORT int MPI_Allgatherv(const void *sendbuf, int sendcount,
-                                MPI_Datatype sendtype, void *recvbuf,
-                                const int recvcounts[], const int displs[],
-                                MPI_Datatype recvtype, MPI_Comm comm) {
-    int rc;
-    if (hcmpi_try_allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts,
-                             displs, recvtype, comm, NULL, &rc))
-        return rc;
-    return PMPI_Allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts,
-                           displs, recvtype, comm);
-}
+HCMPI_ENTRY_NULL_PAIR(Allgatherv, Iallgatherv, hcmpi_try_allgatherv,
+                      (const void *sendbuf, int sendcount,
+                       MPI_Datatype sendtype, void *recvbuf,
+                       const int recvcounts[], const int displs[],
+                       MPI_Datatype recvtype, MPI_Comm comm),
+                      (sendbuf, sendcount, sendtype, recvbuf, recvcounts,
+                       displs, recvtype, comm))
 
-HCMPI_EXPORT int MPI_Iallgatherv(const void *sendbuf, int sendcount,
-                                 MPI_Datatype sendtype, void *recvbuf,
-                                 const int recvcounts[], const int displs[],
-                                 MPI_Datatype recvtype, MPI_Comm comm,
-                                 MPI_Request *request) {
-    int rc;
-    if (request &&
-        hcmpi_try_allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts,
-                             displs, recvtype, comm, request, &rc))
-        return rc;
-    return PMPI_Iallgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts,
-                            displs, recvtype, comm, request);
-}
+HCMPI_ENTRY_NULL_PAIR(Alltoallv, Ialltoallv, hcmpi_try_alltoallv,
+                      (const void *sendbuf, const int sendcounts[],
+                       const int sdispls[], MPI_Datatype sendtype,
+                       void *recvbuf, const int recvcounts[],
+                       const int rdispls[], MPI_Datatype recvtype,
+                       MPI_Comm comm),
+                      (sendbuf, sendcounts, sdispls, sendtype, recvbuf,
+                       recvcounts, rdispls, recvtype, comm))
 
-HCMPI_EXPORT int MPI_Alltoallv(const void *sendbuf, const int sendcounts[],
-                               const int sdispls[], MPI_Datatype sendtype,
-                               void *recvbuf, const int recvcounts[],
-                               const int rdispls[], MPI_Datatype recvtype,
-                               MPI_Comm comm) {
-    int rc;
-    if (hcmpi_try_alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf,
-                            recvcounts, rdispls, recvtype, comm, NULL, &rc))
-        return rc;
-    return PMPI_Alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf,
-                          recvcounts, rdispls, recvtype, comm);
-}
-
-HCMPI_EXPORT int MPI_Ialltoallv(const void *sendbuf, const int sendcounts[],
-                                const int sdispls[], MPI_Datatype sendtype,
-                                void *recvbuf, const int recvcounts[],
-                                const int rdispls[], MPI_Datatype recvtype,
-                                MPI_Comm comm, MPI_Request *request) {
-    int rc;
-    if (request &&
-        hcmpi_try_alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf,
-                            recvcounts, rdispls, recvtype, comm, request, &rc))
-        return rc;
-    return PMPI_Ialltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf,
-                           recvcounts, rdispls, recvtype, comm, request);
-}
-
-HCMPI_EXPORT int MPI_Reduce_scatter(const void *sendbuf, void *recvbuf,
-                                    const int recvcounts[],
-                                    MPI_Datatype datatype, MPI_Op op,
-                                    MPI_Comm comm) {
-    int rc;
-    if (hcmpi_try_reduce_scatter(sendbuf, recvbuf, recvcounts, datatype, op,
-                                 comm, NULL, &rc))
-        return rc;
-    return PMPI_Reduce_scatter(sendbuf, recvbuf, recvcounts, datatype, op,
-                               comm);
-}
-
-HCMPI_EXPORT int MPI_Ireduce_scatter(const void *sendbuf, void *recvbuf,
-                                     const int recvcounts[],
-                                     MPI_Datatype datatype, MPI_Op op,
-                                     MPI_Comm comm, MPI_Request *request) {
-    int rc;
-    if (request && hcmpi_try_reduce_scatter(sendbuf, recvbuf, recvcounts,
-                                            datatype, op, comm, request, &rc))
-        return rc;
-    return PMPI_Ireduce_scatter(sendbuf, recvbuf, recvcounts, datatype, op,
-                                comm, request);
-}
+HCMPI_ENTRY_NULL_PAIR(Reduce_scatter, Ireduce_scatter, hcmpi_try_reduce_scatter,
+                      (const void *sendbuf, void *recvbuf,
+                       const int recvcounts[], MPI_Datatype datatype, MPI_Op op,
+                       MPI_Comm comm),
+                      (sendbuf, recvbuf, recvcounts, datatype, op, comm))

@@ -96,6 +96,13 @@ static hcomm_status_t run_topk(const job_t *j, const float *in, float *out,
     return st;
 }
 
+/* The real elements of chunk p, without its zero padding: m but for the
+ * last chunks (0 for those wholly past the count). */
+static size_t chunk_len(const job_t *j, size_t p) {
+    size_t m = j->chunk, at = p * m;
+    return at >= j->count ? 0 : j->count - at < m ? j->count - at : m;
+}
+
 /* One chunk as signs and a scale: the scale's 4 bytes, then the bits. */
 static size_t onebit_record(size_t m) {
     return (4 + hcomm_onebit_bytes(m) + 3) / 4 * 4;
@@ -133,21 +140,14 @@ static hcomm_status_t run_onebit(const job_t *j, const float *in, float *out,
         for (size_t i = 0; i < j->count; i++)
             x[i] = in[i] + (state ? state->worker[i] : 0.0f);
         /* padding stays 0 in x; its residual is dropped below */
-        for (size_t p = 0; p < n; p++) {
-            size_t real = p * m >= j->count      ? 0
-                          : j->count - p * m < m ? j->count - p * m
-                                                 : m;
-            onebit_compress(x + p * m, real, send + p * rb,
+        for (size_t p = 0; p < n; p++)
+            onebit_compress(x + p * m, chunk_len(j, p), send + p * rb,
                             res ? res + p * m : NULL);
-        }
         if (state) memcpy(state->worker, res, j->count * sizeof(float));
         st = hcomm_alltoall(send, recv, rb, HCOMM_UINT8, j->comm);
     }
     if (st == HCOMM_SUCCESS) {
-        size_t mine = (size_t)j->rank * m >= j->count ? 0
-                      : j->count - (size_t)j->rank * m < m
-                          ? j->count - (size_t)j->rank * m
-                          : m;
+        size_t mine = chunk_len(j, (size_t)j->rank);
         for (size_t p = 0; p < n; p++)
             onebit_expand(y, recv + p * rb, mine, p > 0);
         for (size_t i = 0; i < mine; i++) {
@@ -157,10 +157,8 @@ static hcomm_status_t run_onebit(const job_t *j, const float *in, float *out,
         onebit_compress(y, mine, send, state ? state->server : NULL);
         st = hcomm_allgather(send, recv, rb, HCOMM_UINT8, j->comm);
     }
-    for (size_t p = 0; st == HCOMM_SUCCESS && p < n && p * m < j->count; p++) {
-        size_t real = j->count - p * m < m ? j->count - p * m : m;
-        onebit_expand(out + p * m, recv + p * rb, real, 0);
-    }
+    for (size_t p = 0; st == HCOMM_SUCCESS && p < n && p * m < j->count; p++)
+        onebit_expand(out + p * m, recv + p * rb, chunk_len(j, p), 0);
     free(x);
     free(y);
     free(res);

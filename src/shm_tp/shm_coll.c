@@ -703,19 +703,10 @@ static int inputs_arrived(hcomm_shm_op_t *op) {
 }
 
 /* Whether this rank must stay until every peer has finished the round:
- * CMA peers read its own buffers (a broadcast's, only the root's). */
+ * CMA peers read its own buffers, which are the blocks it publishes (a
+ * broadcast's, only the root's). */
 static int waits_for_readers(const hcomm_shm_op_t *op) {
-    int root = op->shm->rank == op->root;
-    if (op->algo != HCOMM_SHM_CMA) return 0;
-    switch (op->coll) {
-    case HCOMM_COLL_BCAST:
-    case HCOMM_COLL_SCATTER:
-        return root;
-    case HCOMM_COLL_GATHER:
-        return !root;
-    default:
-        return 1;
-    }
+    return op->algo == HCOMM_SHM_CMA && publishes_block(op);
 }
 
 /* A broadcast root is often ahead of its receivers, so the next round's

@@ -8,17 +8,7 @@ spec=$1
 program= ranks="1 2 3 4 5" transports="ucx mpi" asan_options=
 . "$spec"
 [ -z "$asan_options" ] || export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}$asan_options"
-# HCOMM_TEST_MAX_RANKS (the sanitizer job in .ci/run: every rank is several
-# times slower there) keeps the rank counts up to it, and the smallest.
-if [ -n "${HCOMM_TEST_MAX_RANKS:-}" ]; then
-    kept=
-    for n in $ranks; do
-        [ "$n" -le "$HCOMM_TEST_MAX_RANKS" ] && kept="$kept $n"
-    done
-    [ -n "$kept" ] || kept=$(printf '%s\n' $ranks | sort -n | head -n 1)
-    [ "$kept" = " $ranks" ] || echo "HCOMM_TEST_MAX_RANKS=$HCOMM_TEST_MAX_RANKS: ranks$kept of $ranks"
-    ranks=$kept
-fi
+. "$(dirname "$0")/../max_ranks.sh"
 : "${MPIRUN:=mpirun}"
 : "${top_builddir:=.}"
 exe=$top_builddir/$program

@@ -70,6 +70,18 @@ static inline long pu_rss_kib(void) {
     return kib;
 }
 
+/* A committed datatype of one int with the extent of two: n of it are
+ * every other int of a buffer (for tests where ranks describe the same ints
+ * with different datatypes). */
+static inline MPI_Datatype pu_every_other_int(void) {
+    MPI_Datatype vec, t;
+    MPI_Type_vector(1, 1, 2, MPI_INT, &vec);
+    MPI_Type_create_resized(vec, 0, 2 * (MPI_Aint)sizeof(int), &t);
+    MPI_Type_commit(&t);
+    MPI_Type_free(&vec);
+    return t;
+}
+
 #ifdef PU_MAIN
 long pu_failed;
 int pu_rank, pu_size;

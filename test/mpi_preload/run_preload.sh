@@ -30,17 +30,7 @@ expect_taken= expect_calls= mpi_transport_ranks= window= window_ranks=
 same_taken= left_to_mpi= limit=600
 . "$spec"
 ranks=${HCOMM_TEST_RANKS:-$ranks}
-# HCOMM_TEST_MAX_RANKS (the sanitizer job in .ci/run: every rank is several
-# times slower there) keeps the rank counts up to it, and the smallest.
-if [ -n "${HCOMM_TEST_MAX_RANKS:-}" ]; then
-    kept=
-    for n in $ranks; do
-        [ "$n" -le "$HCOMM_TEST_MAX_RANKS" ] && kept="$kept $n"
-    done
-    [ -n "$kept" ] || kept=$(printf '%s\n' $ranks | sort -n | head -n 1)
-    [ "$kept" = " $ranks" ] || echo "HCOMM_TEST_MAX_RANKS=$HCOMM_TEST_MAX_RANKS: ranks$kept of $ranks"
-    ranks=$kept
-fi
+. "$(dirname "$0")/../max_ranks.sh"
 : "${MPIRUN:=mpirun}"
 : "${top_builddir:=.}"
 exe=$top_builddir/$program

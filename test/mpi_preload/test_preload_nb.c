@@ -126,11 +126,7 @@ int main(int argc, char **argv) {
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &pu_rank);
     MPI_Comm_size(MPI_COMM_WORLD, &pu_size);
-    MPI_Datatype vec;
-    MPI_Type_vector(1, 1, 2, MPI_INT, &vec);
-    MPI_Type_create_resized(vec, 0, 2 * (MPI_Aint)sizeof(int), &strided_t);
-    MPI_Type_commit(&strided_t);
-    MPI_Type_free(&vec);
+    strided_t = pu_every_other_int();
     for (int strided = 0; strided < 2; strided++)
         for (int ip = 0; ip < 2; ip++)
             round_of_calls(strided, ip);

@@ -6,15 +6,9 @@
  * strided vector). Every result is checked against values computed here;
  * the non-blocking calls stay in flight across a blocking ring exchange. */
 #define PU_MAIN
-#include "preload_util.h"
+#include "preload_ints.h"
 
 #define SENTINEL (-7777)
-
-/* How a rank describes ints: 0 MPI_INT, 1 bytes, 2 every other int of a
- * strided buffer (a vector resized to two ints). */
-enum { AS_INT, AS_BYTES, AS_STRIDED, NKINDS };
-static const char *kind_names[] = {"int", "bytes", "strided"};
-static MPI_Datatype strided_t;
 
 static int value(int r, int i) {
     return r * 1000 + i * 7 + 1;
@@ -34,35 +28,6 @@ static int count_of(int p, int i, int j) {
 }
 #define NPATTERNS 3
 
-/* A buffer of n ints as a rank of kind k holds it: strided ones take every
- * other slot. */
-typedef struct {
-    int kind;
-    int *mem; /* ints (strided: twice as many slots) */
-    size_t n;
-} ibuf_t;
-
-static void ibuf_alloc(ibuf_t *b, int kind, size_t n) {
-    b->kind = kind;
-    b->n = n;
-    size_t slots = kind == AS_STRIDED ? 2 * n + 1 : n + 1;
-    b->mem = malloc(slots * sizeof(int));
-    for (size_t i = 0; i < slots; i++)
-        b->mem[i] = SENTINEL;
-}
-static int *ibuf_at(ibuf_t *b, size_t i) {
-    return b->kind == AS_STRIDED ? &b->mem[2 * i] : &b->mem[i];
-}
-static MPI_Datatype ibuf_type(const ibuf_t *b) {
-    return b->kind == AS_INT     ? MPI_INT
-           : b->kind == AS_BYTES ? MPI_BYTE
-                                 : strided_t;
-}
-/* Counts and displacements in ints, in the rank's own unit. */
-static int ibuf_unit(const ibuf_t *b) {
-    return b->kind == AS_BYTES ? (int)sizeof(int) : 1;
-}
-
 /* Blocks in reverse rank order, a gap of two ints before each. Alone,
  * no gap: MPICH 4.0's MPI_Allgatherv on one rank puts the block at the
  * buffer's start whatever its displacement. */
@@ -73,13 +38,6 @@ static size_t place(const int *counts, int *displs, int n) {
         at += (size_t)counts[b] + gap;
     }
     return at;
-}
-
-static uint64_t hash_ints(ibuf_t *b) {
-    uint64_t h = 0xcbf29ce484222325ull;
-    for (size_t i = 0; i < b->n; i++)
-        h = pu_hash(ibuf_at(b, i), sizeof(int), h);
-    return h;
 }
 
 static void wait_with_ring(MPI_Request *req) {
@@ -99,8 +57,8 @@ static void allgatherv_case(int p, int kind, int in_place, int nb) {
         counts[b] = count_of(p, b, b);
     size_t ext = place(counts, displs, n);
     ibuf_t r, s;
-    ibuf_alloc(&r, kind, ext);
-    ibuf_alloc(&s, kind, (size_t)counts[me]);
+    ibuf_alloc(&r, kind, ext, SENTINEL);
+    ibuf_alloc(&s, kind, (size_t)counts[me], SENTINEL);
     int u = ibuf_unit(&r);
     for (int b = 0; b < n; b++) {
         rc[b] = counts[b] * u;
@@ -131,7 +89,7 @@ static void allgatherv_case(int p, int kind, int in_place, int nb) {
     PU_CHECK(bad == 0, "allgatherv pattern %d %s %s%s: %zu wrong", p,
              kind_names[kind], in_place ? "in place" : "",
              nb ? " non-blocking" : "", bad);
-    pu_report(hash_ints(&r), "%sallgatherv pattern %d as %s%s", nb ? "i" : "",
+    pu_report(ibuf_hash(&r), "%sallgatherv pattern %d as %s%s", nb ? "i" : "",
               p, kind_names[kind], in_place ? " in place" : "");
     free(r.mem);
     free(s.mem);
@@ -147,8 +105,8 @@ static void alltoallv_case(int p, int kind, int in_place, int nb) {
     }
     size_t sext = place(sc, sd, n), rext = place(rc, rd, n);
     ibuf_t r, s;
-    ibuf_alloc(&r, kind, rext);
-    ibuf_alloc(&s, kind, sext);
+    ibuf_alloc(&r, kind, rext, SENTINEL);
+    ibuf_alloc(&s, kind, sext, SENTINEL);
     int u = ibuf_unit(&r);
     for (int j = 0; j < n; j++) {
         scu[j] = sc[j] * u;
@@ -184,7 +142,7 @@ static void alltoallv_case(int p, int kind, int in_place, int nb) {
     PU_CHECK(bad == 0, "alltoallv pattern %d %s %s%s: %zu wrong", p,
              kind_names[kind], in_place ? "in place" : "",
              nb ? " non-blocking" : "", bad);
-    pu_report(hash_ints(&r), "%salltoallv pattern %d as %s%s", nb ? "i" : "", p,
+    pu_report(ibuf_hash(&r), "%salltoallv pattern %d as %s%s", nb ? "i" : "", p,
               kind_names[kind], in_place ? " in place" : "");
     free(r.mem);
     free(s.mem);
@@ -252,11 +210,7 @@ int main(int argc, char **argv) {
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &pu_rank);
     MPI_Comm_size(MPI_COMM_WORLD, &pu_size);
-    MPI_Datatype vec;
-    MPI_Type_vector(1, 1, 2, MPI_INT, &vec);
-    MPI_Type_create_resized(vec, 0, 2 * (MPI_Aint)sizeof(int), &strided_t);
-    MPI_Type_commit(&strided_t);
-    MPI_Type_free(&vec);
+    pu_strided_t = pu_every_other_int();
     for (int nb = 0; nb < 2; nb++)
         for (int p = 0; p < NPATTERNS; p++)
             for (int ip = 0; ip < 2; ip++) {
@@ -271,7 +225,7 @@ int main(int argc, char **argv) {
                     reduce_scatter_case(p, MPI_DOUBLE, op, ip, nb);
                 }
             }
-    MPI_Type_free(&strided_t);
+    MPI_Type_free(&pu_strided_t);
     int rc = pu_finish("test_preload_v");
     MPI_Finalize();
     return rc;

@@ -13,17 +13,7 @@ set -u
 spec=$1
 script= needs=numpy ranks="1 2 3 4" transports="ucx mpi"
 . "$spec"
-# HCOMM_TEST_MAX_RANKS (the sanitizer job in .ci/run: every rank is several
-# times slower there) keeps the rank counts up to it, and the smallest.
-if [ -n "${HCOMM_TEST_MAX_RANKS:-}" ]; then
-    kept=
-    for n in $ranks; do
-        [ "$n" -le "$HCOMM_TEST_MAX_RANKS" ] && kept="$kept $n"
-    done
-    [ -n "$kept" ] || kept=$(printf '%s\n' $ranks | sort -n | head -n 1)
-    [ "$kept" = " $ranks" ] || echo "HCOMM_TEST_MAX_RANKS=$HCOMM_TEST_MAX_RANKS: ranks$kept of $ranks"
-    ranks=$kept
-fi
+. "$(dirname "$0")/../max_ranks.sh"
 : "${MPIRUN:=mpirun}"
 : "${top_builddir:=.}"
 : "${top_srcdir:=.}"
