@@ -10,6 +10,7 @@
  * several times faster than MPI_Pack on small blocks; MPI_Pack remains
  * for types of many irregular pieces. */
 #include "compat_mpi/interpose.h"
+#include "core/gpu.h"
 #include "core/context.h"
 #include "core/pool.h"
 
@@ -65,6 +66,10 @@ static int cached_info(MPI_Datatype t, hcmpi_type_t *ti) {
 int hcmpi_layout_derived(const void *buf, size_t count, MPI_Datatype dtype,
                          hcmpi_layout_t *out) {
     hcmpi_type_t ti;
+    int device;
+    /* The packing below runs on the CPU: a derived type on device memory
+     * goes to MPI as it is (README, "Unmodified MPI programs"). */
+    if (hcomm_gpu_memtype(buf, &device) == HCOMM_MEM_DEVICE) return 0;
     out->buf = buf;
     out->count = count;
     out->dtype = dtype;

@@ -86,11 +86,10 @@ static const cfg_entry_t table[HCOMM_CFG_COUNT] = {
     {"HCOMM_MEMLOG", CFG_CHOICE, "0", "0|1",
      "1: log on stderr every growth and release of the GPU scratch and "
      "pinned staging pools, with the GPU's free memory."},
-    {"HCOMM_CUDA_IPC", CFG_CHOICE, "0", "0|auto",
+    {"HCOMM_CUDA_IPC", CFG_CHOICE, "auto", "0|auto",
      "Device buffers when every rank is on one node: auto: AllReduce, "
      "ReduceScatter, AllGather and Broadcast run as kernels that read the "
-     "peers' GPU memory through CUDA IPC; 0: through the plans (the "
-     "default until the IPC path's last fix is measured on a GPU)."},
+     "peers' GPU memory through CUDA IPC; 0: through the plans."},
     {"HCOMM_CUDA_IPC_ALGO", CFG_CHOICE, "auto", "auto|oneshot|twoshot",
      "The CUDA IPC AllReduce: oneshot (every rank reduces the whole "
      "buffer), twoshot (reduce-scatter then allgather), or auto by size."},

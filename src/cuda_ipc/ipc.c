@@ -89,6 +89,7 @@ int hcomm_ipc_ready(hcomm_comm_impl_t *c, struct hcomm_gpu_ctx *ctx) {
             cudaIpcOpenMemHandle((void **)&ipc->ws[p], all[p].handle,
                                  cudaIpcMemLazyEnablePeerAccess);
         if (e != cudaSuccess) {
+            cudaGetLastError(); /* not left for the next launch to report */
             HCOMM_LOG(HCOMM_LOG_INFO,
                       "cuda ipc: cannot map rank %d's memory: %s", p,
                       cudaGetErrorString(e));

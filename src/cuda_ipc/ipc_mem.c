@@ -44,6 +44,14 @@ static int region_share(hcomm_comm_impl_t *c, struct hcomm_ipc_region *r) {
                               (void **)&r->base[p], all[p].handle,
                               cudaIpcMemLazyEnablePeerAccess) == cudaSuccess;
     }
+    if (!ok) {
+        /* "already mapped", seen on the GPU machine: the driver gave this
+         * allocation's handle to a block that UCX's IPC cache in a peer
+         * still maps. The memory stays this rank's own, not shared; the
+         * error must not stay behind for the next launch to report. */
+        HCOMM_LOG(HCOMM_LOG_INFO, "cuda ipc: cannot map a peer's region: %s",
+                  cudaGetErrorString(cudaGetLastError()));
+    }
     int all_ok = 0;
     PMPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, c->mpi_comm);
     if (!all_ok)
