@@ -45,12 +45,14 @@ static int region_share(hcomm_comm_impl_t *c, struct hcomm_ipc_region *r) {
                               cudaIpcMemLazyEnablePeerAccess) == cudaSuccess;
     }
     if (!ok) {
-        /* "already mapped", seen on the GPU machine: the driver gave this
-         * allocation's handle to a block that UCX's IPC cache in a peer
-         * still maps. The memory stays this rank's own, not shared; the
-         * error must not stay behind for the next launch to report. */
+        /* "already mapped" on the GPU machine, where UCX's IPC cache in
+         * this process held a mapping of the same block. The memory stays
+         * each rank's own, not shared; the error is taken here (HCOMM_LOG
+         * evaluates nothing below its level), not left for the next
+         * kernel launch to report as its own. */
+        cudaError_t e = cudaGetLastError();
         HCOMM_LOG(HCOMM_LOG_INFO, "cuda ipc: cannot map a peer's region: %s",
-                  cudaGetErrorString(cudaGetLastError()));
+                  cudaGetErrorString(e));
     }
     int all_ok = 0;
     PMPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, c->mpi_comm);
@@ -71,8 +73,11 @@ hcomm_status_t hcomm_ipc_mem_alloc(hcomm_comm_impl_t *c, size_t bytes,
                                 realloc(c->dev_mem, (size_t)(c->ndev_mem + 1) *
                                                         sizeof(*list));
     if (list) c->dev_mem = list;
-    int ok = r && list &&
-             cudaMalloc((void **)&r->base[c->rank], bytes) == cudaSuccess;
+    /* Whole 2 MiB pages: an allocation of its own, whose IPC handle names
+     * it alone (a smaller one may share its block with others). */
+    size_t whole = (bytes + ((size_t)2 << 20) - 1) & ~(((size_t)2 << 20) - 1);
+    int ok = r && list && whole >= bytes &&
+             cudaMalloc((void **)&r->base[c->rank], whole) == cudaSuccess;
     /* Allocations are collective: all fail if one does, and ids agree. */
     int all_ok = 0;
     PMPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, c->mpi_comm);
