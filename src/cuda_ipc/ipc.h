@@ -75,7 +75,8 @@ void hcomm_ipc_free(hcomm_comm_impl_t *c);
  * ranks agreed on bytes; its memory is mapped by every peer where the path
  * can run. free returns 0 when ptr is not such an allocation. find gives
  * the region id (0: none) and offset of this rank's [p, p + len); peer, a
- * peer's address at off in a region (NULL if not shared). */
+ * peer's address of [off, off + len) in a region (NULL if not shared or
+ * outside it). */
 hcomm_status_t hcomm_ipc_mem_alloc(hcomm_comm_impl_t *c, size_t bytes,
                                    void **ptr);
 int hcomm_ipc_mem_free(hcomm_comm_impl_t *c, const void *ptr);
@@ -83,7 +84,7 @@ void hcomm_ipc_mem_free_all(hcomm_comm_impl_t *c);
 void hcomm_ipc_mem_find(const hcomm_comm_impl_t *c, const void *p, size_t len,
                         uint32_t *id, uint64_t *off);
 char *hcomm_ipc_mem_peer(const hcomm_comm_impl_t *c, uint32_t id, int peer,
-                         uint64_t off);
+                         uint64_t off, size_t len);
 
 /* Bytes of device memory c's workspace holds (hcomm_info). */
 size_t hcomm_ipc_bytes(const hcomm_comm_impl_t *c);

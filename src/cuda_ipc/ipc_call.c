@@ -76,22 +76,21 @@ static hcomm_status_t go_direct(hcomm_ipc_op_t *op) {
     for (int p = 0; p < c->size; p++)
         if (!op->devreg[p].in_reg || !op->devreg[p].out_reg)
             return HCOMM_SUCCESS;
+    size_t esize = hcomm_dtype_size(op->dtype), len = k->count * esize;
     for (int p = 0; p < c->size; p++) {
         const hcomm_shm_devreg_t *d = &op->devreg[p];
-        k->peer_in[p] = hcomm_ipc_mem_peer(c, d->in_reg, p, d->in_off);
-        k->peer_out[p] = hcomm_ipc_mem_peer(c, d->out_reg, p, d->out_off);
+        k->peer_in[p] = hcomm_ipc_mem_peer(c, d->in_reg, p, d->in_off, len);
+        k->peer_out[p] = hcomm_ipc_mem_peer(c, d->out_reg, p, d->out_off, len);
         if (!k->peer_in[p] || !k->peer_out[p])
             return c->broken = hcomm_error(
                        HCOMM_ERR_INVALID_ARG,
                        "allreduce: rank %d's buffer is in registered device "
-                       "memory that this rank (%d) has freed",
+                       "memory that this rank (%d) has freed, or beyond it",
                        p, c->rank);
     }
-    size_t esize = hcomm_dtype_size(op->dtype);
     k->direct = 1;
     k->piece = k->count;
-    k->blocks = hcomm_ipc_blocks(k->count * esize,
-                                 hcomm_cfg_int(HCOMM_CFG_CUDA_IPC_BLOCKS));
+    k->blocks = hcomm_ipc_blocks(len, hcomm_cfg_int(HCOMM_CFG_CUDA_IPC_BLOCKS));
     return HCOMM_SUCCESS;
 }
 

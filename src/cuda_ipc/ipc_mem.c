@@ -82,6 +82,7 @@ hcomm_status_t hcomm_ipc_mem_alloc(hcomm_comm_impl_t *c, size_t bytes,
     int all_ok = 0;
     PMPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, c->mpi_comm);
     if (!all_ok) {
+        if (!ok) cudaGetLastError(); /* reported here, not at a launch */
         if (r) cudaFree(r->base[c->rank]);
         free(r);
         return hcomm_error(HCOMM_ERR_NO_MEMORY,
@@ -141,10 +142,13 @@ void hcomm_ipc_mem_find(const hcomm_comm_impl_t *c, const void *p, size_t len,
 }
 
 char *hcomm_ipc_mem_peer(const hcomm_comm_impl_t *c, uint32_t id, int peer,
-                         uint64_t off) {
+                         uint64_t off, size_t len) {
     for (int i = 0; i < c->ndev_mem; i++) {
         const struct hcomm_ipc_region *r = c->dev_mem[i];
-        if (r->id == id && r->shared && off <= r->bytes)
+        /* what a peer published in shared memory, checked against the
+         * region every rank allocated alike */
+        if (r->id == id && r->shared && off <= r->bytes &&
+            len <= r->bytes - off)
             return r->base[peer] + off;
     }
     return NULL;
