@@ -2,7 +2,8 @@
 # Two hosts on one machine, each with two links of limited bandwidth:
 # network namespaces as in test/multinode/netns.sh, joined by two bridges,
 # every veth end shaped by tc (token bucket) to RATE0 (eth0) and RATE1
-# (eth1). Then, 2 hosts x 2 ranks, UCX over TCP, MPI in the same run:
+# (eth1). Then, 2 hosts x 2 ranks (NETNS_RANKS_PER_HOST), UCX over TCP,
+# MPI in the same run:
 #  - perf/hcomm_bench_compress over eth0 alone: every compression scheme
 #    of hcomm_allreduce_ex against uncompressed HCOMM and MPI_Allreduce;
 #  - hcomm_perf allreduce over eth0, eth1, and both (UCX's multi-rail).
@@ -36,6 +37,8 @@ setup() {
         rate=$([ $l = 0 ] && echo "$rate0" || echo "$rate1")
         net=10.21$l.$(($$ % 250))
         ip link add "${tag}b$l" type bridge && ip link set "${tag}b$l" up || return 1
+        # mpirun, here, reaches its daemons in the hosts over link 0
+        ip addr add "$net.254/24" dev "${tag}b$l" || return 1
         i=1
         for h in $hosts; do
             [ $l = 0 ] && { ip netns add "$h" && ip -n "$h" link set lo up || return 1; }
@@ -54,15 +57,16 @@ setup() {
 }
 setup || { echo "cannot make shaped namespaces here" >&2; exit 77; }
 set -- $hosts
-spec="$1:2,$2:2"
+ppn=${NETNS_RANKS_PER_HOST:-2}
+spec="$1:$ppn,$2:$ppn"
 net0=10.210.$(($$ % 250)).0/24
 
-# mpi LOG DEVICES CMD...: 4 ranks, UCX over TCP on DEVICES.
+# mpi LOG DEVICES CMD...: every rank, UCX over TCP on DEVICES.
 mpi() {
     log=$1 devs=$2
     shift 2
     echo "\$ UCX_NET_DEVICES=$devs $*" >>"$out/$log"
-    timeout 900 mpirun --host "$spec" -np 4 --bind-to none \
+    timeout 900 mpirun --host "$spec" -np $((2 * ppn)) --bind-to none \
         --mca plm_rsh_agent "$here/test/multinode/netns_agent.sh" \
         --mca oob_tcp_if_include "$net0" --mca btl_tcp_if_include "$net0" \
         -x UCX_TLS=tcp,self -x UCX_NET_DEVICES="$devs" \
