@@ -46,17 +46,9 @@ static int by_index(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
-/* Quickselect on an index array: afterwards its first k entries are the k
- * first in before()'s order (in no particular order among themselves). */
-void hcomm_topk_select(const float *x, size_t n, size_t k, uint32_t *idx) {
-    uint32_t *all = malloc(n * sizeof(*all));
-    if (!all) { /* no scratch: a full sort of the first pass is no better */
-        for (size_t i = 0; i < k; i++)
-            idx[i] = (uint32_t)i;
-        return;
-    }
-    for (size_t i = 0; i < n; i++)
-        all[i] = (uint32_t)i;
+/* Quickselect on the index array all[0, n): afterwards its first k
+ * entries are the k first in before()'s order (in no particular order). */
+static void select_first(const float *x, uint32_t *all, size_t n, size_t k) {
     size_t lo = 0, hi = n; /* the k-th lies in [lo, hi) */
     uint64_t seed = 0x9e3779b97f4a7c15ull;
     while (hi - lo > 1) {
@@ -84,6 +76,59 @@ void hcomm_topk_select(const float *x, size_t n, size_t k, uint32_t *idx) {
         else
             break;
     }
+}
+
+static int by_magnitude_desc(const void *a, const void *b) {
+    float x = *(const float *)a, y = *(const float *)b;
+    return (x < y) - (x > y);
+}
+
+/* The indices of the elements of magnitude at least a threshold that a
+ * sample of x puts a little below the k-th largest: one pass, and the
+ * quickselect then runs on about 1.5 k of them, not on all n (64 MiB of
+ * gradients: 170 ms before, on the GPU machine's host). Exact whenever at
+ * least k pass (the threshold is then at most the k-th magnitude, so every
+ * element tied with it passes too); returns 0, and the caller selects
+ * from all, when fewer pass or more than cap do (heavy ties). */
+static size_t candidates(const float *x, size_t n, size_t k, uint32_t *cand,
+                         size_t cap) {
+    enum { SAMPLE = 16384 };
+    if (n < 4 * SAMPLE || k > n / 8) return 0;
+    float *s = malloc(SAMPLE * sizeof(float));
+    if (!s) return 0;
+    size_t stride = n / SAMPLE;
+    for (size_t i = 0; i < SAMPLE; i++)
+        s[i] = fabsf(x[i * stride]);
+    qsort(s, SAMPLE, sizeof(float), by_magnitude_desc);
+    size_t r = (size_t)(1.5 * (double)k / (double)n * SAMPLE) + 16;
+    float t = s[r < SAMPLE ? r : SAMPLE - 1];
+    free(s);
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++)
+        if (fabsf(x[i]) >= t) {
+            if (m == cap) return 0;
+            cand[m++] = (uint32_t)i;
+        }
+    return m >= k ? m : 0;
+}
+
+void hcomm_topk_select(const float *x, size_t n, size_t k, uint32_t *idx) {
+    size_t cap = 2 * k + 4096;
+    uint32_t *all = malloc((cap < n ? cap : n) * sizeof(*all));
+    size_t m = all ? candidates(x, n, k, all, cap < n ? cap : n) : 0;
+    if (all && m == 0) { /* select from every index */
+        free(all);
+        if ((all = malloc(n * sizeof(*all))))
+            for (size_t i = 0; i < n; i++)
+                all[i] = (uint32_t)i;
+        m = n;
+    }
+    if (!all) { /* no scratch: the first k, as a call with no memory can */
+        for (size_t i = 0; i < k; i++)
+            idx[i] = (uint32_t)i;
+        return;
+    }
+    select_first(x, all, m, k);
     memcpy(idx, all, k * sizeof(*idx));
     free(all);
     qsort(idx, k, sizeof(*idx), by_index);

@@ -39,17 +39,35 @@ static void test_half_round_trip(void **state) {
     }
 }
 
+/* All values equal: every element ties with the k-th, too many for the
+ * sampled threshold's candidates; the lowest indices win, as in a full
+ * selection. */
+static void test_topk_ties(void **state) {
+    (void)state;
+    size_t n = (size_t)1 << 18, k = n / 100;
+    float *x = malloc(n * sizeof(float));
+    uint32_t *idx = malloc(k * sizeof(uint32_t));
+    for (size_t i = 0; i < n; i++)
+        x[i] = -1.5f;
+    hcomm_topk_select(x, n, k, idx);
+    for (size_t i = 0; i < k; i++)
+        assert_int_equal(idx[i], i);
+    free(x);
+    free(idx);
+}
+
 static void test_topk(void **state) {
     (void)state;
-    const size_t ns[] = {1, 2, 7, 100, 1009, 65536};
+    /* past 65536 and k <= n / 8, a sampled threshold first */
+    const size_t ns[] = {1, 2, 7, 100, 1009, 65536, 262147, 1 << 20};
     for (size_t t = 0; t < sizeof(ns) / sizeof(*ns); t++) {
         size_t n = ns[t];
         float *x = malloc(n * sizeof(float));
         uint32_t *idx = malloc(n * sizeof(uint32_t));
         for (size_t i = 0; i < n; i++)
             x[i] = (i % 5 == 0) ? 3.0f : value(i); /* many ties at 3 */
-        const size_t ks[] = {1, n / 3 + 1, n};
-        for (size_t q = 0; q < 3; q++) {
+        const size_t ks[] = {1, n / 3 + 1, n, n / 100 + 1, n / 9};
+        for (size_t q = 0; q < 5; q++) {
             size_t k = ks[q] > n ? n : ks[q];
             hcomm_topk_select(x, n, k, idx);
             /* increasing indices, and no value left out beats one kept */
@@ -128,6 +146,7 @@ static void test_parse(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_half_round_trip), cmocka_unit_test(test_topk),
-        cmocka_unit_test(test_onebit), cmocka_unit_test(test_parse)};
+        cmocka_unit_test(test_topk_ties), cmocka_unit_test(test_onebit),
+        cmocka_unit_test(test_parse)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
