@@ -60,5 +60,11 @@
      int recvcount, MPI_Datatype recvtype, MPI_Comm comm)
 #define HCMPI_BLOCKS_ARGS                                                      \
     (sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm)
+/* MPI_Gather and MPI_Scatter: the same, with a root. */
+#define HCMPI_ROOTED_PARAMS                                                    \
+    (const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, \
+     int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm)
+#define HCMPI_ROOTED_ARGS                                                      \
+    (sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm)
 
 #endif

@@ -194,16 +194,8 @@ int hcmpi_try_scatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
 
 /* --- the exported C entry points ----------------------------------------- */
 
-HCMPI_ENTRY_NULL_PAIR(Gather, Igather, hcmpi_try_gather,
-                      (const void *sendbuf, int sendcount,
-                       MPI_Datatype sendtype, void *recvbuf, int recvcount,
-                       MPI_Datatype recvtype, int root, MPI_Comm comm),
-                      (sendbuf, sendcount, sendtype, recvbuf, recvcount,
-                       recvtype, root, comm))
+HCMPI_ENTRY_NULL_PAIR(Gather, Igather, hcmpi_try_gather, HCMPI_ROOTED_PARAMS,
+                      HCMPI_ROOTED_ARGS)
 
-HCMPI_ENTRY_NULL_PAIR(Scatter, Iscatter, hcmpi_try_scatter,
-                      (const void *sendbuf, int sendcount,
-                       MPI_Datatype sendtype, void *recvbuf, int recvcount,
-                       MPI_Datatype recvtype, int root, MPI_Comm comm),
-                      (sendbuf, sendcount, sendtype, recvbuf, recvcount,
-                       recvtype, root, comm))
+HCMPI_ENTRY_NULL_PAIR(Scatter, Iscatter, hcmpi_try_scatter, HCMPI_ROOTED_PARAMS,
+                      HCMPI_ROOTED_ARGS)
