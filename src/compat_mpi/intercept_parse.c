@@ -90,15 +90,14 @@ int hcomm_intercept_parse(const char *s, const char *const names[], int n,
             }
         }
         if (strncasecmp(t, "MPI_", 4) == 0) t += 4;
-        int known = names_match(t, "all");
+        int every = names_match(t, "all"), known = every;
         for (int c = 0; c < n; c++) {
-            if (!known && !names_match(t, names[c])) continue;
+            if (!every && !names_match(t, names[c])) continue;
+            known = 1;
             m |= 1u << c;
             min[c] = lo;
             max[c] = hi;
         }
-        for (int c = 0; c < n; c++)
-            known |= names_match(t, names[c]);
         if (!known) {
             snprintf(why, len, "unknown collective '%.32s'", t);
             return -1;

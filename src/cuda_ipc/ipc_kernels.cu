@@ -236,8 +236,12 @@ __global__ void __launch_bounds__(HCOMM_IPC_THREADS)
 struct Launch {
     template <typename T, typename OP>
     static int run(const hcomm_ipc_kargs_t *a, cudaStream_t s) {
-        ipc_kernel<T, OP><<<a->blocks, HCOMM_IPC_THREADS, 0, s>>>(*a);
-        return (int)cudaGetLastError();
+        // The launch's own status (as in reduce_cuda.cu).
+        hcomm_ipc_kargs_t arg = *a;
+        void *args[] = {&arg};
+        return (int)cudaLaunchKernel(ipc_kernel<T, OP>,
+                                     dim3((unsigned)a->blocks),
+                                     dim3(HCOMM_IPC_THREADS), args, 0, s);
     }
 };
 

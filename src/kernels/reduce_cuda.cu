@@ -42,8 +42,14 @@ struct Launch {
         size_t cap = (size_t)grid_limit();
         if (blocks > cap) blocks = cap;
         if (blocks == 0) blocks = 1;
-        reduce_kernel<T, OP><<<(unsigned)blocks, kThreads, 0, s>>>(*a);
-        return (int)cudaGetLastError();
+        // The launch's own status, not cudaGetLastError(): that also
+        // returns an earlier call's error (the program's, or a failed IPC
+        // mapping's), which this launch would report as its own.
+        Span arg = *a;
+        void *args[] = {&arg};
+        return (int)cudaLaunchKernel(reduce_kernel<T, OP>,
+                                     dim3((unsigned)blocks), dim3(kThreads),
+                                     args, 0, s);
     }
 };
 

@@ -21,7 +21,6 @@ plain=$top_builddir/test/fuzz/fuzz_$target
 export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=1"
 if [ -x "$lf" ]; then
     echo "== $target: libFuzzer, replaying $corpus"
-    # Leaks would be the parsers' own: there is no MPI in these programs.
     "$lf" -runs=0 "$corpus" || { echo "FAILED: $target on its corpus"; exit 1; }
     if [ -n "${HCOMM_TEST_FUZZ_SECONDS:-}" ]; then
         scratch=$(mktemp -d)

@@ -180,13 +180,8 @@ int main(int argc, char **argv) {
     CHECK_OK(hcomm_config_set("HCOMM_SHM_SLOT_SIZE", "256K"));
     /* Every buffer up front: the test's own allocations stay flat. */
     size_t cap = (size_t)MAX_COUNT + (size_t)nranks;
-    bufs_t b = {malloc(cap * 4), malloc(cap * 4), malloc(cap * 4),
-                malloc(cap * 4)};
+    bufs_t b = {calloc(cap, 4), calloc(cap, 4), calloc(cap, 4), calloc(cap, 4)};
     CHECK(b.s && b.r && b.fs && b.fr, "no memory");
-    memset(b.s, 0, cap * 4);
-    memset(b.r, 0, cap * 4);
-    memset(b.fs, 0, cap * 4);
-    memset(b.fr, 0, cap * 4);
     long wrong = 0, failed = 0, base = 0, peak = 0, rss = 0;
     long per_kind[NKINDS] = {0};
     double t0 = MPI_Wtime();
