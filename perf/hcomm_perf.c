@@ -199,7 +199,7 @@ static void print_usage(FILE *f) {
         "  -R, --registered       buffers from hcomm_mem_alloc (allreduce,\n"
         "                         allgather, broadcast), used by both sides;\n"
         "                         with -D cuda, hcomm_mem_alloc_device\n"
-        "                         (allreduce)\n"
+        "                         (those and reduce_scatter)\n"
         "      --json             one JSON object per row on stdout, nothing "
         "else\n"
         "      --mpi-only         only the MPI side (under an LD_PRELOAD "
@@ -441,8 +441,6 @@ static int check_opts(const perf_opts_t *o, int nranks, char *err) {
         snprintf(err, ERRLEN, "--stream and --nccl need -D cuda");
     else if (o->device && o->pmpi)
         snprintf(err, ERRLEN, "-D cuda: not with --pmpi");
-    else if (o->device && o->registered && o->coll != PERF_ALLREDUCE)
-        snprintf(err, ERRLEN, "-D cuda --registered: allreduce only");
 #ifndef HAVE_CUDA
     else if (o->device)
         snprintf(err, ERRLEN, "-D cuda: hcomm_perf was built without CUDA");
@@ -451,12 +449,14 @@ static int check_opts(const perf_opts_t *o, int nranks, char *err) {
         snprintf(err, ERRLEN,
                  "--mpi-only and --hcomm-only exclude each "
                  "other");
-    else if (o->registered && (!o->run_hcomm || (o->coll != PERF_ALLREDUCE &&
-                                                 o->coll != PERF_ALLGATHER &&
-                                                 o->coll != PERF_BROADCAST)))
+    else if (o->registered &&
+             (!o->run_hcomm ||
+              (o->coll != PERF_ALLREDUCE && o->coll != PERF_ALLGATHER &&
+               o->coll != PERF_BROADCAST &&
+               (!o->device || o->coll != PERF_REDUCE_SCATTER))))
         snprintf(err, ERRLEN,
                  "--registered needs HCOMM (not --mpi-only) and allreduce, "
-                 "allgather or broadcast");
+                 "allgather or broadcast (with -D cuda, reduce_scatter too)");
     else
         return 0;
     return -1;

@@ -57,40 +57,71 @@ hcomm_status_t hcomm_ipc_op_init(hcomm_ipc_op_t *op, hcomm_comm_impl_t *c,
     k->epoch0 = ipc->epoch;
     ipc->epoch += shape.rounds;
     op->ticket = ipc->ticket++;
-    if (coll == HCOMM_COLL_ALLREDUCE) {
-        hcomm_shm_devreg_t *mine = &op->devreg[c->rank];
-        hcomm_ipc_mem_find(c, in, count * esize, &mine->in_reg, &mine->in_off);
-        hcomm_ipc_mem_find(c, out, count * esize, &mine->out_reg,
-                           &mine->out_off);
-    }
+    /* Where this rank's buffers lie in registered memory, for go_direct:
+     * whole buffers (a reduce-scatter's input and an allgather's output
+     * hold every rank's block). */
+    size_t len = count * esize, whole = len * (size_t)c->size;
+    hcomm_shm_devreg_t *mine = &op->devreg[c->rank];
+    hcomm_ipc_mem_find(c, in, coll == HCOMM_COLL_REDUCE_SCATTER ? whole : len,
+                       &mine->in_reg, &mine->in_off);
+    hcomm_ipc_mem_find(c, out, coll == HCOMM_COLL_ALLGATHER ? whole : len,
+                       &mine->out_reg, &mine->out_off);
     return HCOMM_SUCCESS;
 }
 
-/* A two-shot AllReduce whose buffers are registered on every rank goes
- * direct: one round over the buffers themselves. Every rank sees the same
- * registrations, so all decide alike. */
+/* Which buffers a call reads from its peers, or writes into theirs, when
+ * they are registered: an allreduce (two-shot) reads every rank's input and
+ * writes every rank's output; a reduce-scatter and an allgather read every
+ * rank's input; a broadcast reads the root's buffer. */
+static int needs_peer(const hcomm_ipc_kargs_t *k, int p, int output) {
+    switch (k->kind) {
+    case HCOMM_IPC_TWOSHOT:
+        return 1;
+    case HCOMM_IPC_REDUCE_SCATTER:
+    case HCOMM_IPC_ALLGATHER:
+        return !output;
+    case HCOMM_IPC_BCAST:
+        return !output && p == k->root;
+    default:
+        return -1; /* one-shot: its copy in is what it synchronises on */
+    }
+}
+
+/* A call whose buffers are registered wherever it needs a peer's goes
+ * direct: one round over the buffers themselves, no workspace. Every rank
+ * sees the same registrations, so all decide alike. */
 static hcomm_status_t go_direct(hcomm_ipc_op_t *op) {
     hcomm_comm_impl_t *c = op->comm;
     hcomm_ipc_kargs_t *k = &op->k;
-    if (k->kind != HCOMM_IPC_TWOSHOT) return HCOMM_SUCCESS;
+    if (needs_peer(k, 0, 0) < 0) return HCOMM_SUCCESS;
     for (int p = 0; p < c->size; p++)
-        if (!op->devreg[p].in_reg || !op->devreg[p].out_reg)
+        if ((needs_peer(k, p, 0) && !op->devreg[p].in_reg) ||
+            (needs_peer(k, p, 1) && !op->devreg[p].out_reg))
             return HCOMM_SUCCESS;
     size_t esize = hcomm_dtype_size(op->dtype), len = k->count * esize;
+    size_t whole = len * (size_t)c->size;
+    size_t in_len = k->kind == HCOMM_IPC_REDUCE_SCATTER ? whole : len;
     for (int p = 0; p < c->size; p++) {
         const hcomm_shm_devreg_t *d = &op->devreg[p];
-        k->peer_in[p] = hcomm_ipc_mem_peer(c, d->in_reg, p, d->in_off, len);
-        k->peer_out[p] = hcomm_ipc_mem_peer(c, d->out_reg, p, d->out_off, len);
-        if (!k->peer_in[p] || !k->peer_out[p])
+        int in = needs_peer(k, p, 0), out = needs_peer(k, p, 1);
+        k->peer_in[p] =
+            in ? hcomm_ipc_mem_peer(c, d->in_reg, p, d->in_off, in_len) : NULL;
+        k->peer_out[p] =
+            out ? hcomm_ipc_mem_peer(c, d->out_reg, p, d->out_off, len) : NULL;
+        if ((in && !k->peer_in[p]) || (out && !k->peer_out[p]))
             return c->broken = hcomm_error(
                        HCOMM_ERR_INVALID_ARG,
-                       "allreduce: rank %d's buffer is in registered device "
-                       "memory that this rank (%d) has freed, or beyond it",
-                       p, c->rank);
+                       "%s: rank %d's buffer is in registered device memory "
+                       "that this rank (%d) has freed, or beyond it",
+                       kind_name(k->kind), p, c->rank);
     }
     k->direct = 1;
     k->piece = k->count;
-    k->blocks = hcomm_ipc_blocks(len, hcomm_cfg_int(HCOMM_CFG_CUDA_IPC_BLOCKS));
+    /* a reduce-scatter or allgather moves every rank's block */
+    int blocks_all =
+        k->kind == HCOMM_IPC_REDUCE_SCATTER || k->kind == HCOMM_IPC_ALLGATHER;
+    k->blocks = hcomm_ipc_blocks(blocks_all ? whole : len,
+                                 hcomm_cfg_int(HCOMM_CFG_CUDA_IPC_BLOCKS));
     return HCOMM_SUCCESS;
 }
 

@@ -105,6 +105,19 @@ __device__ void copy(void *dst, const void *src, size_t n) {
     reduce_span<T, OP>(s, threadIdx.x, blockDim.x);
 }
 
+// Registered buffers (a.direct): the peers' buffers are read (or written)
+// in place, once every rank has reached the call (inputs written, outputs
+// free); the second wait keeps each rank's kernel running until no peer
+// reads its buffers any more.
+__device__ bool direct_arrive(const hcomm_ipc_kargs_t &a, uint64_t epoch) {
+    signal_peers(a, 0, epoch);
+    return wait_peers(a, 0, epoch);
+}
+__device__ bool direct_leave(const hcomm_ipc_kargs_t &a, uint64_t epoch) {
+    signal_peers(a, 1, epoch);
+    return wait_peers(a, 1, epoch);
+}
+
 template <typename T, typename OP>
 __global__ void __launch_bounds__(HCOMM_IPC_THREADS)
     ipc_kernel(hcomm_ipc_kargs_t a) {
@@ -141,14 +154,11 @@ __global__ void __launch_bounds__(HCOMM_IPC_THREADS)
             // Chunk c of the round is reduced by rank c; block b of every
             // rank takes part b of every chunk.
             if (a.direct) {
-                // Registered buffers: rank r reads chunk r of every
-                // rank's input and writes the result into every rank's
-                // output, once the peers have reached the call (their
-                // inputs written, their outputs free). No one else reads
-                // chunk r, so in place is safe; the second wait keeps
-                // every kernel running until its output is whole.
-                signal_peers(a, 0, epoch);
-                if (!wait_peers(a, 0, epoch)) return;
+                // Rank r reads chunk r of every rank's input and writes
+                // the result into every rank's output. No one else reads
+                // chunk r, so in place is safe; the second wait also
+                // keeps every kernel running until its output is whole.
+                if (!direct_arrive(a, epoch)) return;
                 hcomm_ipc_slice(a.piece, len, n, r, nb, b, vw, &lo, &hi);
                 for (int p = 0; p < n; p++) {
                     s.src[p] = (const T *)a.peer_in[p] + off + lo;
@@ -158,8 +168,7 @@ __global__ void __launch_bounds__(HCOMM_IPC_THREADS)
                 s.divisor = a.divisor;
                 s.n = hi - lo;
                 reduce_span<T, OP>(s, threadIdx.x, blockDim.x);
-                signal_peers(a, 1, epoch);
-                if (!wait_peers(a, 1, epoch)) return;
+                if (!direct_leave(a, epoch)) return;
                 break;
             }
             for (int c = 0; c < n; c++) {
@@ -191,6 +200,17 @@ __global__ void __launch_bounds__(HCOMM_IPC_THREADS)
         case HCOMM_IPC_REDUCE_SCATTER:
             // Block c of the input (count elements each) goes to rank c.
             hcomm_ipc_slice(a.piece, len, 1, 0, nb, b, vw, &lo, &hi);
+            if (a.direct) { // block r of every rank's input, in place
+                if (!direct_arrive(a, epoch)) return;
+                for (int p = 0; p < n; p++)
+                    s.src[p] = (const T *)a.peer_in[p] + r * a.count + off + lo;
+                s.dst[0] = out + off + lo;
+                s.divisor = a.divisor;
+                s.n = hi - lo;
+                reduce_span<T, OP>(s, threadIdx.x, blockDim.x);
+                if (!direct_leave(a, epoch)) return;
+                break;
+            }
             for (int c = 0; c < n; c++)
                 if (c != r)
                     copy<T, OP>((T *)area[r] + c * a.piece + lo,
@@ -207,6 +227,14 @@ __global__ void __launch_bounds__(HCOMM_IPC_THREADS)
             break;
         case HCOMM_IPC_ALLGATHER:
             hcomm_ipc_slice(a.piece, len, 1, 0, nb, b, vw, &lo, &hi);
+            if (a.direct) { // every rank's input, in place
+                if (!direct_arrive(a, epoch)) return;
+                for (int p = 0; p < n; p++)
+                    copy<T, OP>(out + p * a.count + off + lo,
+                                (const T *)a.peer_in[p] + off + lo, hi - lo);
+                if (!direct_leave(a, epoch)) return;
+                break;
+            }
             copy<T, OP>((T *)area[r] + lo, in + off + lo, hi - lo);
             signal_peers(a, 0, epoch);
             if (!wait_peers(a, 0, epoch)) return;
@@ -219,6 +247,15 @@ __global__ void __launch_bounds__(HCOMM_IPC_THREADS)
             // Every rank raises its flag, the root after its copy, so that
             // the root too knows when its area may be written again.
             hcomm_ipc_slice(a.piece, len, 1, 0, nb, b, vw, &lo, &hi);
+            if (a.direct) { // the root's buffer, in place
+                if (!direct_arrive(a, epoch)) return;
+                if (r != a.root)
+                    copy<T, OP>(out + off + lo,
+                                (const T *)a.peer_in[a.root] + off + lo,
+                                hi - lo);
+                if (!direct_leave(a, epoch)) return;
+                break;
+            }
             if (r == a.root)
                 copy<T, OP>((T *)area[r] + lo, in + off + lo, hi - lo);
             signal_peers(a, 0, epoch);

@@ -2,9 +2,11 @@
 # The GPU machine's one command: builds HCOMM there against UCX built with
 # CUDA, then runs every GPU test and benchmark, logs under $OUT.
 #
-#   test/gpu/run_gpu.sh [build] [kernels] [ipc] [quick] [preload] [test]
-#                       [smoke] [perf] [ipcperf] [python]
-#               (no argument: build kernels ipc test perf ipcperf python)
+#   test/gpu/run_gpu.sh [build] [kernels] [ipc] [nodes] [kill] [quick]
+#                       [preload] [regperf] [test] [smoke] [perf] [ipcperf]
+#                       [python]
+#               (no argument: build kernels ipc nodes kill test perf ipcperf
+#               regperf python)
 #
 # Needs, from this checkout: .devdeps (../shared/gpu/prepare-deps.sh) and
 # the generated build files (./autogen.sh), which git ignores, so the
@@ -27,10 +29,11 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export NCCL_NVLS_ENABLE=0 # never NVLink multicast (shared/gpu/README.md)
 export HCOMM_TIMEOUT=${HCOMM_TIMEOUT:-15}
 b=$src/build-gpu
-stages=${*:-build kernels ipc test perf ipcperf python}
+stages=${*:-build kernels ipc nodes kill test perf ipcperf regperf python}
 has() { [[ " $stages " == *" $1 "* ]]; }
 mpirun_flags="--oversubscribe --bind-to none -x LD_LIBRARY_PATH -x HCOMM_TIMEOUT
   -x HCOMM_TRANSPORT -x HCOMM_CUDA_STAGING -x HCOMM_TEST_GPU_QUICK
+  -x HCOMM_TEST_GPU_NODES
   -x CUDA_MPS_PIPE_DIRECTORY -x CUDA_MPS_LOG_DIRECTORY -x NCCL_NVLS_ENABLE
   -x HCOMM_ALGO -x HCOMM_SHM_SLOT_SIZE -x HCOMM_CUDA_IPC -x HCOMM_CUDA_IPC_ALGO
   -x HCOMM_CUDA_IPC_BUFFER -x HCOMM_CUDA_IPC_BLOCKS"
@@ -103,6 +106,53 @@ if has ipc; then
     HCOMM_TEST_GPU_QUICK=1 mpi ipc.log 2 "$b/test/gpu/test_cuda_colls"
     mpi ipc.log 2 "$b/test/gpu/test_cuda_ipc"
     grep -E "passed|FAILED|skipped" "$out/ipc.log"
+fi
+
+if has nodes; then
+    note "two nodes of 2 ranks (HCOMM_OVERRIDE_TOPO): node stages over CUDA IPC"
+    mps_on
+    HCOMM_TEST_GPU_NODES=2 HCOMM_TEST_GPU_QUICK=1 mpi nodes.log 4 "$b/test/gpu/test_cuda_colls"
+    # AllReduce and Broadcast on device memory, 2 x 2: the node stages
+    # (IPC inside, UCX between) against the hierarchical plans, which
+    # device memory took before (forced: HCOMM_ALGO)
+    topo=$out/two_nodes.json
+    echo '{"nodes": [{"ranks": [0, 1]}, {"ranks": [2, 3]}]}' >"$topo"
+    for run in allreduce: allreduce:allreduce=hierarchical broadcast: \
+        broadcast:bcast=hierarchical; do
+        HCOMM_ALGO=${run#*:} mpi nodes.log 4 -x HCOMM_OVERRIDE_TOPO="$topo" \
+            "$b/perf/hcomm_perf" -D cuda "${run%%:*}" -b 64K -e 256M -f 16 -n 10 -w 3
+    done
+    mps_off
+    grep -vE "^\$|^\(exit" "$out/nodes.log" | grep -E "passed|FAILED|^ +[0-9]|hcomm_perf:"
+fi
+
+if has regperf; then
+    note "registered against ordinary device buffers: direct kernels"
+    mps_on
+    p="$b/perf/hcomm_perf -D cuda"
+    for n in 2 4; do
+        for c in reduce_scatter allgather broadcast; do
+            for r in "" -R; do
+                mpi regperf.log $n $p $c -b 32K -e 64M -f 8 -n 10 -w 3 $r
+            done
+        done
+    done
+    mps_off
+    grep -vE "^\$|^\(exit" "$out/regperf.log" | grep -E "^ +[0-9]|hcomm_perf:"
+fi
+
+if has kill; then
+    note "a rank killed between IPC calls: the survivors fail in time, naming it"
+    mps_on
+    for n in 2 3; do
+        # mpirun's status reports the death: every survivor's line decides
+        timeout 60 mpirun $mpirun_flags --enable-recovery -np $n \
+            "$b/test/gpu/test_cuda_ipc" kill >"$out/kill$n.log" 2>&1
+        [ "$(grep -c "kill: rank [0-9]*: [1-9][0-9]* passed, 0 failed" "$out/kill$n.log")" \
+            -eq $((n - 1)) ] || { status=1; note "FAILED: kill at $n ranks"; }
+    done
+    mps_off
+    grep -hE "kill:|FAILED" "$out"/kill[23].log
 fi
 
 if has preload; then

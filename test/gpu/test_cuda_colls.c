@@ -1,18 +1,25 @@
 /* Every collective on GPU memory, as the host tests run them (the cases of
  * coll_cases.c), with the buffers copied to the GPU: device, managed and
  * pinned host memory, registered device memory (hcomm_mem_alloc_device:
- * AllReduce, every type); blocking, non-blocking and stream-ordered; in place
- * and not; every dtype x op for AllReduce, several types for the rest;
- * counts 0, 1, 7, a prime and large ones; results compared bit for bit.
- * HCOMM_TEST_GPU_QUICK=1 runs fewer types (the runs without MPS). Without
- * a GPU: exit 77 (skip). */
+ * AllReduce, every type; ReduceScatter, AllGather, Broadcast); blocking,
+ * non-blocking and stream-ordered; in place and not; every dtype x op for
+ * AllReduce, several types for the rest; counts 0, 1, 7, a prime and large
+ * ones; results compared bit for bit. HCOMM_TEST_GPU_QUICK=1 runs fewer types
+ * (the runs without MPS). HCOMM_TEST_GPU_NODES=2 (4 or more ranks) splits the
+ * ranks into two nodes through HCOMM_OVERRIDE_TOPO: the world then has no
+ * segment, and the hierarchical calls' node stages run over CUDA IPC (or
+ * staged) on the halves, with the large counts even when quick; checks that
+ * they ran. Without a GPU: exit 77 (skip). */
 #include "coll_cases.h"
+#include "core/comm.h"
+#include "core/config.h"
 #include "mpi_check.h"
 
 #include <cuda_runtime_api.h>
 #include <mpi.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* Registered: hcomm_mem_alloc_device on every rank; registered on rank 0:
  * every rank allocates it (the call is collective), only rank 0 uses it. */
@@ -31,6 +38,7 @@ static const char *mem_names[] = {"device", "managed", "pinned send",
 static const char *mode_names[] = {"blocking", "non-blocking", "stream"};
 static cudaStream_t stream;
 static int rank, nranks;
+static int two_nodes; /* HCOMM_TEST_GPU_NODES=2 */
 
 static hcomm_status_t call_blocking(const shape_t *s, const char *send,
                                     char *recv, hcomm_comm_t comm) {
@@ -210,7 +218,7 @@ static void test_all(hcomm_comm_t comm, int quick) {
                                          .root = (int)(k % (size_t)nranks),
                                          .inplace = ip,
                                          .algo = "auto"};
-                            if (quick && k == 5) continue;
+                            if (quick && k == 5 && !two_nodes) continue;
                             run_case(&s, comm, MEM_DEVICE, (call_mode_t)mode);
                         }
     }
@@ -247,7 +255,30 @@ static void test_all(hcomm_comm_t comm, int quick) {
                                 continue;
                             run_case(&s, comm, (mem_kind_t)kind,
                                      (call_mode_t)mode);
-                        }
+                        } /* ReduceScatter, AllGather and Broadcast on
+                           * registered buffers: direct where every rank's input
+                           * is (a broadcast: the root's) */
+    static const hcomm_coll_t reg_colls[] = {
+        HCOMM_COLL_REDUCE_SCATTER, HCOMM_COLL_ALLGATHER, HCOMM_COLL_BCAST};
+    for (int kind = MEM_REGISTERED; kind <= MEM_REGISTERED_RANK0; kind++)
+        for (int ci = 0; ci < 3; ci++)
+            for (int ti = quick ? 2 : 0; ti < (quick ? 3 : 4); ti++)
+                for (int op = 0; op < (ci == 0 ? 3 : 1); op++)
+                    for (int ip = 0; ip < 2; ip++)
+                        for (size_t k = 0; k < sizeof(counts) / sizeof(*counts);
+                             k++)
+                            for (int mode = 0; mode < 3; mode++) {
+                                shape_t s = {.coll = reg_colls[ci],
+                                             .t = some[ti],
+                                             .op = reg_ops[op],
+                                             .count = counts[k],
+                                             .root = (int)(k % (size_t)nranks),
+                                             .inplace = ip,
+                                             .algo = "auto"};
+                                if (quick && k == 5 && !two_nodes) continue;
+                                run_case(&s, comm, (mem_kind_t)kind,
+                                         (call_mode_t)mode);
+                            }
 }
 
 /* Device buffers on a split communicator, and point-to-point between
@@ -334,10 +365,37 @@ int main(int argc, char **argv) {
         fprintf(stderr, "hcomm_init: %s\n", hcomm_last_error());
         MPI_Abort(MPI_COMM_WORLD, 1);
     }
+    const char *nodes = getenv("HCOMM_TEST_GPU_NODES");
+    char topo[64] = "";
+    if (nodes && strcmp(nodes, "2") == 0 && nranks >= 4) {
+        two_nodes = 1;
+        snprintf(topo, sizeof(topo), "/tmp/hcomm_cuda_colls_%d.json",
+                 (int)getpid());
+        FILE *f = fopen(topo, "w");
+        CHECK(f != NULL, "cannot write %s", topo);
+        if (f) {
+            fputs("{\"nodes\": [{\"ranks\": [", f);
+            for (int r = 0; r < nranks; r++)
+                fprintf(f, "%s%d%s", r == nranks / 2 ? "]}, {\"ranks\": [" : "",
+                        r, r + 1 == nranks || r + 1 == nranks / 2 ? "" : ", ");
+            fputs("]}]}\n", f);
+            fclose(f);
+        }
+        CHECK_OK(hcomm_config_set("HCOMM_OVERRIDE_TOPO", topo));
+    }
     hcomm_comm_t comm;
     CHECK_OK(hcomm_comm_create(MPI_COMM_WORLD, &comm));
     const char *q = getenv("HCOMM_TEST_GPU_QUICK");
     test_all(comm, q && strcmp(q, "1") == 0);
+    if (two_nodes) {
+        hcomm_comm_impl_t *c = NULL, *node = NULL;
+        hcomm_comm_lookup(comm, &c);
+        CHECK(c && !c->shm && c->node_comm &&
+                  hcomm_comm_lookup(c->node_comm, &node) == HCOMM_SUCCESS &&
+                  node->ipc_state == 1,
+              "two nodes: the node stages did not run over CUDA IPC");
+        remove(topo);
+    }
     test_split_and_p2p(comm);
     CHECK_OK(hcomm_comm_free(&comm));
     int rc = check_summary("test_cuda_colls");

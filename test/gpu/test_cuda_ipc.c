@@ -6,13 +6,19 @@
  *    timeout (plus 10%), naming that rank; hcomm_comm_abort then ends the
  *    held rank's kernel and its communicator is broken;
  *  - many rounds through small buffers (HCOMM_CUDA_IPC_BUFFER) give exact
- *    results, one-shot and two-shot, in order on two streams.
+ *    results, one-shot and two-shot, in order on two streams;
+ *  - with "kill" (under mpirun --enable-recovery): the last rank dies by
+ *    SIGKILL between calls on device memory whose workspaces its peers
+ *    have mapped; every survivor's call fails within the timeout naming
+ *    it, its GPU work ends (no kernel left spinning) and the communicator
+ *    is broken.
  * Without a GPU: exit 77 (skip). */
 #include "core/config.h"
 #include "mpi_check.h"
 
 #include <cuda_runtime_api.h>
 #include <mpi.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -159,6 +165,49 @@ static void test_back_to_back(hcomm_comm_t comm) {
     free(h);
 }
 
+/* The last rank dies; blocking and stream-ordered calls of the others. */
+static void test_killed(hcomm_comm_t comm) {
+    const double timeout = 5;
+    CHECK_OK(hcomm_comm_set_timeout(comm, timeout));
+    size_t n = 1 << 20;
+    float *d = NULL;
+    cudaMalloc((void **)&d, n * sizeof(float));
+    cudaMemset(d, 0, n * sizeof(float));
+    CHECK_OK(hcomm_allreduce(d, d, n, HCOMM_FLOAT32, HCOMM_SUM, comm));
+    if (rank == nranks - 1) raise(SIGKILL);
+    cudaStream_t s;
+    cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
+    double t0 = MPI_Wtime();
+    hcomm_status_t st = HCOMM_SUCCESS;
+    for (int i = 0; i < 1000 && st == HCOMM_SUCCESS; i++)
+        st = i % 2 ? hcomm_allreduce(d, d, n, HCOMM_FLOAT32, HCOMM_SUM, comm)
+                   : hcomm_allreduce_stream(d, d, n, HCOMM_FLOAT32, HCOMM_SUM,
+                                            comm, s);
+    double took = MPI_Wtime() - t0;
+    /* the segment's agreement names it as "rank N (pid P) has died", the
+     * kernel's flags as "rank(s) N" */
+    char died[32], absent[32];
+    snprintf(died, sizeof(died), "rank %d ", nranks - 1);
+    snprintf(absent, sizeof(absent), "rank(s) %d", nranks - 1);
+    CHECK(st != HCOMM_SUCCESS && took < 1.1 * timeout,
+          "a dead peer ends the call within the timeout: %s after %.1f s",
+          hcomm_strerror(st), took);
+    CHECK(strstr(hcomm_last_error(), died) ||
+              strstr(hcomm_last_error(), absent),
+          "the message names the dead rank %d: %s", nranks - 1,
+          hcomm_last_error());
+    t0 = MPI_Wtime();
+    cudaError_t e = cudaStreamSynchronize(s);
+    CHECK(MPI_Wtime() - t0 < timeout,
+          "the stream's work ended %.1f s after the error (%s)",
+          MPI_Wtime() - t0, cudaGetErrorString(e));
+    CHECK(hcomm_allreduce(d, d, n, HCOMM_FLOAT32, HCOMM_SUM, comm) !=
+              HCOMM_SUCCESS,
+          "the communicator is broken");
+    cudaStreamDestroy(s);
+    cudaFree(d);
+}
+
 int main(int argc, char **argv) {
     int ndev = 0, provided;
     MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
@@ -178,6 +227,15 @@ int main(int argc, char **argv) {
     }
     hcomm_comm_t comm;
     CHECK_OK(hcomm_comm_create(MPI_COMM_WORLD, &comm));
+    if (argc > 1 && strcmp(argv[1], "kill") == 0) {
+        /* no MPI after a death: the survivors report on their own */
+        test_killed(comm);
+        hcomm_comm_free(&comm);
+        hcomm_finalize();
+        printf("test_cuda_ipc kill: rank %d: %ld passed, %ld failed\n", rank,
+               check_passed, check_failed);
+        return check_failed != 0;
+    }
     test_back_to_back(comm);
     CHECK_OK(hcomm_comm_free(&comm));
     /* small buffers from here on: many rounds per call */
