@@ -27,27 +27,29 @@
  * 4 MiB in all and lost to the hierarchical plans below. */
 #define MIN_REGROUPED_BYTES (4u << 20)
 
-int hcomm_hier_node_applies(const hcomm_comm_impl_t *c, hcomm_coll_t coll,
-                            const hcomm_algo_t *algo, size_t bytes) {
+int hcomm_hier_node_shape_ok(const hcomm_comm_impl_t *c) {
     const hcomm_topo_map_t *m = &c->topo->map;
-    if (coll != HCOMM_COLL_ALLREDUCE && coll != HCOMM_COLL_BCAST &&
-        coll != HCOMM_COLL_REDUCE_SCATTER && coll != HCOMM_COLL_ALLGATHER)
-        return 0;
     if (!c->topo->aware || m->nnodes < 2 || m->node_size[0] < 2) return 0;
-    if (strcmp(algo->name, "hierarchical") != 0) return 0;
-    if (hcomm_select_is_forced(coll)) return 0;
-    if ((coll == HCOMM_COLL_ALLGATHER || coll == HCOMM_COLL_REDUCE_SCATTER) &&
-        bytes * (size_t)c->size < MIN_REGROUPED_BYTES)
-        return 0;
     for (int n = 1; n < m->nnodes; n++)
         if (m->node_size[n] != m->node_size[0]) return 0;
     return 1;
 }
 
-/* The node and rail communicators, made on first use (collective: every
- * rank reaches here in the same call). */
-static hcomm_status_t subcomms(hcomm_comm_impl_t *c, hcomm_comm_t *node,
-                               hcomm_comm_t *rail) {
+int hcomm_hier_node_applies(const hcomm_comm_impl_t *c, hcomm_coll_t coll,
+                            const hcomm_algo_t *algo, size_t bytes) {
+    if (coll != HCOMM_COLL_ALLREDUCE && coll != HCOMM_COLL_BCAST &&
+        coll != HCOMM_COLL_REDUCE_SCATTER && coll != HCOMM_COLL_ALLGATHER)
+        return 0;
+    if (strcmp(algo->name, "hierarchical") != 0) return 0;
+    if (hcomm_select_is_forced(coll)) return 0;
+    if ((coll == HCOMM_COLL_ALLGATHER || coll == HCOMM_COLL_REDUCE_SCATTER) &&
+        bytes * (size_t)c->size < MIN_REGROUPED_BYTES)
+        return 0;
+    return hcomm_hier_node_shape_ok(c);
+}
+
+hcomm_status_t hcomm_hier_subcomms(hcomm_comm_impl_t *c, hcomm_comm_t *node,
+                                   hcomm_comm_t *rail) {
     if (!c->node_comm) {
         const hcomm_topo_map_t *m = &c->topo->map;
         int me = c->rank;
@@ -154,7 +156,7 @@ hcomm_status_t hcomm_hier_node_allreduce(hcomm_comm_impl_t *c,
                                          size_t count, hcomm_dtype_t dtype,
                                          hcomm_op_t op) {
     hcomm_comm_t node, rail;
-    hcomm_status_t st = subcomms(c, &node, &rail);
+    hcomm_status_t st = hcomm_hier_subcomms(c, &node, &rail);
     if (st != HCOMM_SUCCESS) return st;
     const hcomm_topo_map_t *m = &c->topo->map;
     const int L = m->node_size[0], li = m->local_rank[c->rank];
@@ -207,7 +209,7 @@ hcomm_status_t hcomm_hier_node_reduce_scatter(hcomm_comm_impl_t *c,
                                               hcomm_dtype_t dtype,
                                               hcomm_op_t op) {
     hcomm_comm_t node, rail;
-    hcomm_status_t st = subcomms(c, &node, &rail);
+    hcomm_status_t st = hcomm_hier_subcomms(c, &node, &rail);
     if (st != HCOMM_SUCCESS) return st;
     const hcomm_topo_map_t *m = &c->topo->map;
     const size_t N = (size_t)m->nnodes, es = hcomm_dtype_size(dtype);
@@ -243,7 +245,7 @@ hcomm_status_t hcomm_hier_node_allgather(hcomm_comm_impl_t *c,
                                          const void *sendbuf, void *recvbuf,
                                          size_t count, hcomm_dtype_t dtype) {
     hcomm_comm_t node, rail;
-    hcomm_status_t st = subcomms(c, &node, &rail);
+    hcomm_status_t st = hcomm_hier_subcomms(c, &node, &rail);
     if (st != HCOMM_SUCCESS) return st;
     const hcomm_topo_map_t *m = &c->topo->map;
     const size_t N = (size_t)m->nnodes, es = hcomm_dtype_size(dtype);
@@ -277,7 +279,7 @@ hcomm_status_t hcomm_hier_node_bcast(hcomm_comm_impl_t *c, void *buf,
                                      size_t count, hcomm_dtype_t dtype,
                                      int root) {
     hcomm_comm_t node, rail;
-    hcomm_status_t st = subcomms(c, &node, &rail);
+    hcomm_status_t st = hcomm_hier_subcomms(c, &node, &rail);
     if (st != HCOMM_SUCCESS) return st;
     const hcomm_topo_map_t *m = &c->topo->map;
     const int head = m->local_rank[root];

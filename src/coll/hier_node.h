@@ -13,6 +13,13 @@
  * at least 2 ranks each. The same answer on every rank. */
 int hcomm_hier_node_applies(const hcomm_comm_impl_t *c, hcomm_coll_t coll,
                             const hcomm_algo_t *algo, size_t bytes);
+/* Whether c's nodes can take node and rail stages at all: topology-aware,
+ * several nodes of one size, at least 2 ranks each. */
+int hcomm_hier_node_shape_ok(const hcomm_comm_impl_t *c);
+/* This rank's node and rail communicators, made on first use (collective:
+ * every rank of c must reach it in the same call). */
+hcomm_status_t hcomm_hier_subcomms(hcomm_comm_impl_t *c, hcomm_comm_t *node,
+                                   hcomm_comm_t *rail);
 hcomm_status_t hcomm_hier_node_allreduce(hcomm_comm_impl_t *c,
                                          const void *sendbuf, void *recvbuf,
                                          size_t count, hcomm_dtype_t dtype,

@@ -2,23 +2,34 @@
  * AllToAll and AllGather on the same communicator, so it runs on every
  * path they do (shared segment, plans over UCX or MPI). The count splits
  * into one chunk per rank (the last ones padded with zeros); each rank
- * owns the reduction of its chunk. */
+ * owns the reduction of its chunk.
+ *
+ * On several nodes of one size, only the rails compress: each node first
+ * reduce-scatters the input uncompressed on its shared memory, local rank
+ * i then runs the compressed allreduce of block i along rail i (one rank
+ * per node), and the node allgathers the blocks. A node's data crosses
+ * the network compressed once, not once per rank, and every rank
+ * compresses a block. Top-k then selects per block. */
+#include "coll/hier_node.h"
 #include "compress/compress.h"
 #include "core/comm.h"
 #include "core/config.h"
 #include "core/context.h"
 #include "core/gpu.h"
 #include "core/log.h"
+#include "topo/topo.h"
 
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 typedef struct {
-    hcomm_comm_t comm;
+    hcomm_comm_t comm; /* the whole communicator, or a rail */
     int rank, size;
-    size_t count, chunk; /* chunk: ceil(count / size) */
-    int avg;
+    size_t count, chunk;          /* chunk: ceil(count / size) */
+    int divisor;                  /* > 1: the sum is divided by it (avg) */
+    float *worker;                /* error feedback: count residuals, or NULL */
+    hcomm_compress_state_t state; /* its server residual (1-bit) */
 } job_t;
 
 /* 16-bit values out, fp32 sums, 16-bit sums back. */
@@ -37,8 +48,8 @@ static hcomm_status_t run_half(const job_t *j, const float *in, float *out,
         hcomm_cmp_from16(acc, recv, m, bf16, 0);
         for (size_t p = 1; p < n; p++)
             hcomm_cmp_from16(acc, recv + p * m, m, bf16, 1);
-        for (size_t i = 0; j->avg && i < m; i++)
-            acc[i] /= (float)n;
+        for (size_t i = 0; j->divisor > 1 && i < m; i++)
+            acc[i] /= (float)j->divisor;
         hcomm_cmp_to16(send, acc, m, bf16);
         st = hcomm_allgather(send, recv, m, t, j->comm);
     }
@@ -52,7 +63,7 @@ static hcomm_status_t run_half(const job_t *j, const float *in, float *out,
 /* x = in + residual; the k largest go out with their indices; what stays
  * behind is the new residual. */
 static hcomm_status_t run_topk(const job_t *j, const float *in, float *out,
-                               double density, hcomm_compress_state_t state) {
+                               double density) {
     size_t count = j->count, n = (size_t)j->size;
     size_t k = (size_t)(density * (double)count + 0.999999);
     if (k < 1) k = 1;
@@ -64,16 +75,16 @@ static hcomm_status_t run_topk(const job_t *j, const float *in, float *out,
     hcomm_status_t st = HCOMM_ERR_NO_MEMORY;
     if (x && idx && pairs && all) {
         for (size_t i = 0; i < count; i++)
-            x[i] = in[i] + (state ? state->worker[i] : 0.0f);
+            x[i] = in[i] + (j->worker ? j->worker[i] : 0.0f);
         hcomm_topk_select(x, count, k, idx);
         for (size_t i = 0; i < k; i++) {
             pairs[2 * i] = idx[i];
             memcpy(&pairs[2 * i + 1], &x[idx[i]], sizeof(float));
         }
-        if (state) {
-            memcpy(state->worker, x, count * sizeof(float));
+        if (j->worker) {
+            memcpy(j->worker, x, count * sizeof(float));
             for (size_t i = 0; i < k; i++)
-                state->worker[idx[i]] = 0;
+                j->worker[idx[i]] = 0;
         }
         st = hcomm_allgather(pairs, all, 2 * k, HCOMM_UINT32, j->comm);
     }
@@ -86,8 +97,8 @@ static hcomm_status_t run_topk(const job_t *j, const float *in, float *out,
                 memcpy(&v, &pr[1], sizeof(v));
                 if (pr[0] < count) out[pr[0]] += v;
             }
-        for (size_t i = 0; j->avg && i < count; i++)
-            out[i] /= (float)n;
+        for (size_t i = 0; j->divisor > 1 && i < count; i++)
+            out[i] /= (float)j->divisor;
     }
     free(x);
     free(idx);
@@ -127,8 +138,8 @@ static void onebit_expand(float *acc, const uint8_t *rec, size_t m, int add) {
 
 /* Worker: x = in + worker residual, each chunk compressed for its owner;
  * server: the owner's sum plus its residual, compressed for everyone. */
-static hcomm_status_t run_onebit(const job_t *j, const float *in, float *out,
-                                 hcomm_compress_state_t state) {
+static hcomm_status_t run_onebit(const job_t *j, const float *in, float *out) {
+    hcomm_compress_state_t state = j->state;
     size_t n = (size_t)j->size, m = j->chunk, rb = onebit_record(m);
     float *x = calloc(n * m, sizeof(float)), *y = malloc(m * sizeof(float));
     float *res = state ? malloc(n * m * sizeof(float)) : NULL;
@@ -138,12 +149,12 @@ static hcomm_status_t run_onebit(const job_t *j, const float *in, float *out,
         state->chunk = m;
     if (x && y && send && recv && (!state || (res && state->server))) {
         for (size_t i = 0; i < j->count; i++)
-            x[i] = in[i] + (state ? state->worker[i] : 0.0f);
+            x[i] = in[i] + (j->worker ? j->worker[i] : 0.0f);
         /* padding stays 0 in x; its residual is dropped below */
         for (size_t p = 0; p < n; p++)
             onebit_compress(x + p * m, chunk_len(j, p), send + p * rb,
                             res ? res + p * m : NULL);
-        if (state) memcpy(state->worker, res, j->count * sizeof(float));
+        if (j->worker) memcpy(j->worker, res, j->count * sizeof(float));
         st = hcomm_alltoall(send, recv, rb, HCOMM_UINT8, j->comm);
     }
     if (st == HCOMM_SUCCESS) {
@@ -151,7 +162,7 @@ static hcomm_status_t run_onebit(const job_t *j, const float *in, float *out,
         for (size_t p = 0; p < n; p++)
             onebit_expand(y, recv + p * rb, mine, p > 0);
         for (size_t i = 0; i < mine; i++) {
-            if (j->avg) y[i] /= (float)n;
+            if (j->divisor > 1) y[i] /= (float)j->divisor;
             if (state) y[i] += state->server[i];
         }
         onebit_compress(y, mine, send, state ? state->server : NULL);
@@ -167,6 +178,70 @@ static hcomm_status_t run_onebit(const job_t *j, const float *in, float *out,
     return st;
 }
 
+static hcomm_status_t run_scheme(const job_t *j, hcomm_compress_t kind,
+                                 double density, const float *in, float *out) {
+    switch (kind) {
+    case HCOMM_COMPRESS_BF16:
+    case HCOMM_COMPRESS_FP16:
+        return run_half(j, in, out, kind == HCOMM_COMPRESS_BF16);
+    case HCOMM_COMPRESS_TOPK:
+        return run_topk(j, in, out, density);
+    default:
+        return run_onebit(j, in, out);
+    }
+}
+
+/* A compressed allreduce of count (> 0) floats on c: along the rails
+ * between node stages where c's nodes allow it (see the top), else on the
+ * whole communicator. */
+static hcomm_status_t run_compressed(hcomm_comm_impl_t *c,
+                                     hcomm_compress_t kind, double density,
+                                     hcomm_compress_state_t state,
+                                     const float *in, float *out, size_t count,
+                                     int avg) {
+    job_t j = {.comm = c->handle,
+               .rank = c->rank,
+               .size = c->size,
+               .count = count,
+               .divisor = avg ? c->size : 0,
+               .worker = state ? state->worker : NULL,
+               .state = state};
+    hcomm_comm_t node = HCOMM_COMM_NULL, rail;
+    hcomm_comm_impl_t *r;
+    size_t L = 0, blk = 0;
+    hcomm_status_t st = HCOMM_SUCCESS;
+    if (hcomm_hier_node_shape_ok(c)) {
+        L = (size_t)c->topo->map.node_size[0];
+        blk = count / L;
+    }
+    if (blk && (st = hcomm_hier_subcomms(c, &node, &rail)) != HCOMM_SUCCESS)
+        return st;
+    float *mine = out;
+    if (blk) {
+        size_t li = (size_t)c->topo->map.local_rank[c->rank];
+        mine = out + li * blk;
+        st = hcomm_comm_lookup(rail, &r);
+        if (st == HCOMM_SUCCESS)
+            st = hcomm_reduce_scatter(in, mine, blk, HCOMM_FLOAT32, HCOMM_SUM,
+                                      node);
+        if (st != HCOMM_SUCCESS) return st;
+        j.comm = rail;
+        j.rank = r->rank;
+        j.size = r->size;
+        j.count = blk;
+        j.worker = state ? state->worker + li * blk : NULL;
+    }
+    j.chunk = (j.count + (size_t)j.size - 1) / (size_t)j.size;
+    st = run_scheme(&j, kind, density, blk ? mine : in, mine);
+    if (!blk || st != HCOMM_SUCCESS) return st;
+    st = hcomm_allgather(mine, out, blk, HCOMM_FLOAT32, node);
+    size_t rest = count - L * blk; /* fewer than L: not compressed */
+    if (st == HCOMM_SUCCESS && rest)
+        st = hcomm_allreduce(in + L * blk, out + L * blk, rest, HCOMM_FLOAT32,
+                             avg ? HCOMM_AVG : HCOMM_SUM, c->handle);
+    return st;
+}
+
 static double now_us(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -176,24 +251,25 @@ static double now_us(void) {
 /* HCOMM_COMPRESS_AUTO's first call of a size: bf16 into scratch, then the
  * call itself uncompressed, both timed; the slowest rank's times decide
  * for every rank alike. */
-static hcomm_status_t measure_auto(const job_t *j, hcomm_comm_impl_t *c,
-                                   unsigned cls, const float *in, float *out,
+static hcomm_status_t measure_auto(hcomm_comm_impl_t *c, unsigned cls,
+                                   const float *in, float *out, size_t count,
                                    hcomm_op_t op) {
-    float *scratch = malloc(j->count * sizeof(float));
+    float *scratch = malloc(count * sizeof(float));
     if (!scratch)
         return hcomm_error(HCOMM_ERR_NO_MEMORY, "no memory for %zu values",
-                           j->count);
+                           count);
     double t[2], worst[2];
     t[0] = now_us();
-    hcomm_status_t st = run_half(j, in, scratch, 1);
+    hcomm_status_t st = run_compressed(c, HCOMM_COMPRESS_BF16, 0, NULL, in,
+                                       scratch, count, op == HCOMM_AVG);
     t[0] = now_us() - t[0];
     free(scratch);
     if (st != HCOMM_SUCCESS) return st;
     t[1] = now_us();
-    st = hcomm_allreduce(in, out, j->count, HCOMM_FLOAT32, op, j->comm);
+    st = hcomm_allreduce(in, out, count, HCOMM_FLOAT32, op, c->handle);
     t[1] = now_us() - t[1];
     if (st == HCOMM_SUCCESS)
-        st = hcomm_allreduce(t, worst, 2, HCOMM_FLOAT64, HCOMM_MAX, j->comm);
+        st = hcomm_allreduce(t, worst, 2, HCOMM_FLOAT64, HCOMM_MAX, c->handle);
     if (st != HCOMM_SUCCESS) return st;
     int bf16 = worst[0] < 0.8 * worst[1];
     c->compress_pick[cls] =
@@ -298,30 +374,16 @@ hcomm_status_t hcomm_allreduce_ex(const void *sendbuf, void *recvbuf,
                            state->comm == comm ? "this" : "another", count);
     if (count == 0)
         return hcomm_allreduce(sendbuf, recvbuf, 0, dtype, op, comm);
-    job_t j = {comm,
-               c->rank,
-               c->size,
-               count,
-               (count + (size_t)c->size - 1) / (size_t)c->size,
-               op == HCOMM_AVG};
     if (o.compress == HCOMM_COMPRESS_AUTO) {
         unsigned cls = 63 - (unsigned)__builtin_clzll(count * 4);
         if (!c->compress_pick[cls])
-            return measure_auto(&j, c, cls, sendbuf, recvbuf, op);
+            return measure_auto(c, cls, sendbuf, recvbuf, count, op);
         o.compress = (hcomm_compress_t)(c->compress_pick[cls] - 1);
         if (o.compress == HCOMM_COMPRESS_NONE)
             return hcomm_allreduce(sendbuf, recvbuf, count, dtype, op, comm);
     }
-    switch (o.compress) {
-    case HCOMM_COMPRESS_BF16:
-    case HCOMM_COMPRESS_FP16:
-        return run_half(&j, sendbuf, recvbuf,
-                        o.compress == HCOMM_COMPRESS_BF16);
-    case HCOMM_COMPRESS_TOPK:
-        return run_topk(&j, sendbuf, recvbuf, o.density, state);
-    default:
-        return run_onebit(&j, sendbuf, recvbuf, state);
-    }
+    return run_compressed(c, o.compress, o.density, lossy ? state : NULL,
+                          sendbuf, recvbuf, count, op == HCOMM_AVG);
 }
 
 hcomm_status_t hcomm_compress_state_create(hcomm_comm_t comm, size_t count,

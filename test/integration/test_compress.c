@@ -2,7 +2,11 @@
  * transports: bf16/fp16 within their two roundings of the exact sum;
  * top-k and one-bit bit for bit against the same arithmetic done here for
  * every rank; error feedback that loses nothing (what the calls returned
- * plus what the residuals hold is every input, summed); refusals. */
+ * plus what the residuals hold is every input, summed); refusals. On an
+ * even number of ranks from 4, all of it again as two nodes
+ * (HCOMM_OVERRIDE_TOPO), where only the rails compress: block i of every
+ * node's sum along rail i. */
+#include "core/comm.h"
 #include "compress/compress.h"
 #include "core/config.h"
 #include "kernels/reduce.h"
@@ -12,9 +16,12 @@
 #include <mpi.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static int rank, nranks;
 static hcomm_comm_t comm;
+/* Two nodes (0 on one): ranks r of node r / L, local rank r % L. */
+static int nodes, L;
 
 static float positive(int r, size_t i) { /* exact in float, rounded in bf16 */
     return 1.0f + (float)((i * 7 + (size_t)r * 13) % 1000) / 64.0f;
@@ -27,6 +34,45 @@ static float signed_value(int r, size_t i) {
 static void fill(float *x, size_t n, int r, int sign) {
     for (size_t i = 0; i < n; i++)
         x[i] = sign ? signed_value(r, i) : positive(r, i);
+}
+
+/* How a compressed call of count splits: parts of len elements from lo,
+ * each compressed among P participants (flat: one part, every rank; on
+ * nodes: block i along rail i, the nodes), and the exact rest. */
+static int by_node(size_t count) {
+    return nodes && count / (size_t)L > 0;
+}
+static int participants(size_t count) {
+    return by_node(count) ? nodes : nranks;
+}
+static size_t part_len(size_t count) {
+    return by_node(count) ? count / (size_t)L : count;
+}
+static int parts(size_t count) {
+    return by_node(count) ? L : 1;
+}
+
+/* Participant p's signed input over [lo, lo + len): rank p's (flat) or the
+ * sum of node p's ranks' (exact: eighths of small integers). */
+static void part_input(float *x, size_t count, size_t lo, size_t len, int p) {
+    for (size_t i = 0; i < len; i++) {
+        if (!by_node(count)) {
+            x[i] = signed_value(p, lo + i);
+            continue;
+        }
+        x[i] = 0;
+        for (int r = p * L; r < (p + 1) * L; r++)
+            x[i] += signed_value(r, lo + i);
+    }
+}
+
+/* The elements past the parts, summed exactly. */
+static void exact_rest(size_t count, float *want) {
+    for (size_t i = (size_t)parts(count) * part_len(count); i < count; i++) {
+        want[i] = 0;
+        for (int r = 0; r < nranks; r++)
+            want[i] += signed_value(r, i);
+    }
 }
 
 static void test_half(hcomm_compress_t kind, size_t count, int inplace,
@@ -57,16 +103,22 @@ static void test_half(hcomm_compress_t kind, size_t count, int inplace,
 }
 
 /* What the top-k allreduce returns, computed here for every rank. */
-static void topk_expected(size_t count, size_t k, float *want) {
-    float *x = malloc(count * sizeof(float));
+static void topk_expected(size_t count, double density, float *want) {
+    size_t len = part_len(count);
+    size_t k = (size_t)(density * (double)len + 0.999999);
+    if (k < 1) k = 1;
+    float *x = malloc(len * sizeof(float));
     uint32_t *idx = malloc(k * sizeof(uint32_t));
     memset(want, 0, count * sizeof(float));
-    for (int r = 0; r < nranks; r++) {
-        fill(x, count, r, 1);
-        hcomm_topk_select(x, count, k, idx);
-        for (size_t i = 0; i < k; i++)
-            want[idx[i]] += x[idx[i]];
-    }
+    for (int b = 0; b < parts(count); b++)
+        for (int p = 0; p < participants(count); p++) {
+            size_t lo = (size_t)b * len;
+            part_input(x, count, lo, len, p);
+            hcomm_topk_select(x, len, k, idx);
+            for (size_t i = 0; i < k; i++)
+                want[lo + idx[i]] += x[idx[i]];
+        }
+    exact_rest(count, want);
     free(x);
     free(idx);
 }
@@ -76,15 +128,13 @@ static void test_topk(size_t count, double density) {
           *out = malloc(count * sizeof(float));
     float *want = malloc(count * sizeof(float));
     fill(in, count, rank, 1);
-    size_t k = (size_t)(density * (double)count + 0.999999);
-    if (k < 1) k = 1;
-    topk_expected(count, k, want);
+    topk_expected(count, density, want);
     hcomm_allreduce_opts_t o = {HCOMM_COMPRESS_TOPK, density, NULL};
     CHECK_OK(
         hcomm_allreduce_ex(in, out, count, HCOMM_FLOAT32, HCOMM_SUM, comm, &o));
     CHECK(memcmp(out, want, count * sizeof(float)) == 0,
-          "top-k %g of %zu differs from the sum of every rank's top %zu",
-          density, count, k);
+          "top-k %g of %zu differs from the sum of every part's top k", density,
+          count);
     free(in);
     free(out);
     free(want);
@@ -92,19 +142,25 @@ static void test_topk(size_t count, double density) {
 
 /* The one-bit allreduce's arithmetic, done here for every rank. */
 static void onebit_expected(size_t count, float *want) {
-    size_t m = (count + (size_t)nranks - 1) / (size_t)nranks;
-    float *x = malloc(count * sizeof(float)), *y = calloc(m, sizeof(float));
+    size_t len = part_len(count);
+    int np = participants(count);
+    size_t m = (len + (size_t)np - 1) / (size_t)np;
+    float *x = malloc(len * sizeof(float)), *y = calloc(m, sizeof(float));
     uint8_t *bits = malloc(hcomm_onebit_bytes(m));
-    for (int p = 0; p < nranks && (size_t)p * m < count; p++) {
-        size_t real = count - (size_t)p * m < m ? count - (size_t)p * m : m;
-        for (int r = 0; r < nranks; r++) {
-            fill(x, count, r, 1);
-            float s = hcomm_onebit_pack(x + (size_t)p * m, real, bits);
-            hcomm_onebit_unpack(y, bits, s, real, r > 0);
+    for (int b = 0; b < parts(count); b++) {
+        size_t lo = (size_t)b * len;
+        for (int q = 0; q < np && (size_t)q * m < len; q++) {
+            size_t at = (size_t)q * m, real = len - at < m ? len - at : m;
+            for (int p = 0; p < np; p++) {
+                part_input(x, count, lo, len, p);
+                float s = hcomm_onebit_pack(x + at, real, bits);
+                hcomm_onebit_unpack(y, bits, s, real, p > 0);
+            }
+            float s = hcomm_onebit_pack(y, real, bits);
+            hcomm_onebit_unpack(want + lo + at, bits, s, real, 0);
         }
-        float s = hcomm_onebit_pack(y, real, bits);
-        hcomm_onebit_unpack(want + (size_t)p * m, bits, s, real, 0);
     }
+    exact_rest(count, want);
     free(x);
     free(y);
     free(bits);
@@ -145,12 +201,16 @@ static void test_feedback(hcomm_compress_t kind, size_t count) {
         for (size_t i = 0; i < count; i++)
             got[i] += out[i];
     }
-    /* this rank's worker residual, plus its server residual at its chunk */
+    /* this rank's worker residual, plus its server residual at its chunk
+     * (of its part: on nodes, block (local rank) of the count) */
     for (size_t i = 0; i < count; i++)
         res[i] = st->worker[i];
-    size_t m = (count + (size_t)nranks - 1) / (size_t)nranks;
-    for (size_t i = 0; st->server && i < m && (size_t)rank * m + i < count; i++)
-        res[(size_t)rank * m + i] += st->server[i];
+    size_t len = part_len(count), np = (size_t)participants(count);
+    size_t m = (len + np - 1) / np;
+    size_t lo = by_node(count) ? (size_t)(rank % L) * len : 0;
+    size_t q = by_node(count) ? (size_t)(rank / L) : (size_t)rank;
+    for (size_t i = 0; st->server && i < m && q * m + i < len; i++)
+        res[lo + q * m + i] += st->server[i];
     CHECK_OK(hcomm_allreduce(res, all, count, HCOMM_FLOAT32, HCOMM_SUM, comm));
     size_t bad = 0;
     for (size_t i = 0; i < count; i++) {
@@ -254,16 +314,7 @@ static void test_auto(void) {
     free(out);
 }
 
-int main(int argc, char **argv) {
-    MPI_Init(&argc, &argv);
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &nranks);
-    check_rank = rank;
-    if (hcomm_init(&argc, &argv) != HCOMM_SUCCESS) {
-        fprintf(stderr, "hcomm_init: %s\n", hcomm_last_error());
-        MPI_Abort(MPI_COMM_WORLD, 1);
-    }
-    CHECK_OK(hcomm_comm_create(MPI_COMM_WORLD, &comm));
+static void test_all(void) {
     const size_t counts[] = {0, 1, 7, 1009, (size_t)nranks * 1000 + 1, 65537};
     for (size_t c = 0; c < sizeof(counts) / sizeof(*counts); c++)
         for (int ip = 0; ip < 2; ip++) {
@@ -281,7 +332,50 @@ int main(int argc, char **argv) {
     test_refusals();
     test_default();
     test_auto();
+}
+
+int main(int argc, char **argv) {
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &nranks);
+    check_rank = rank;
+    if (hcomm_init(&argc, &argv) != HCOMM_SUCCESS) {
+        fprintf(stderr, "hcomm_init: %s\n", hcomm_last_error());
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    CHECK_OK(hcomm_comm_create(MPI_COMM_WORLD, &comm));
+    test_all();
     CHECK_OK(hcomm_comm_free(&comm));
+    if (nranks >= 4 && nranks % 2 == 0) {
+        /* two nodes: the node and rail stages */
+        char path[64];
+        snprintf(path, sizeof(path), "/tmp/hcomm_test_compress_%d.json",
+                 (int)getpid());
+        FILE *f = rank == 0 ? fopen(path, "w") : NULL;
+        if (f) {
+            fputs("{\"nodes\": [", f);
+            for (int n = 0; n < 2; n++) {
+                fputs(n ? "]}, {\"ranks\": [" : "{\"ranks\": [", f);
+                for (int r = n * nranks / 2; r < (n + 1) * nranks / 2; r++)
+                    fprintf(f, "%s%d", r == n * nranks / 2 ? "" : ", ", r);
+            }
+            fputs("]}]}\n", f);
+            fclose(f);
+        }
+        MPI_Bcast(path, sizeof(path), MPI_CHAR, 0, MPI_COMM_WORLD);
+        CHECK_OK(hcomm_config_set("HCOMM_OVERRIDE_TOPO", path));
+        nodes = 2;
+        L = nranks / 2;
+        CHECK_OK(hcomm_comm_create(MPI_COMM_WORLD, &comm));
+        test_all();
+        hcomm_comm_impl_t *c = NULL;
+        CHECK(hcomm_comm_lookup(comm, &c) == HCOMM_SUCCESS && c->node_comm,
+              "two nodes: compression did not run by node");
+        CHECK_OK(hcomm_comm_free(&comm));
+        CHECK_OK(hcomm_config_set("HCOMM_OVERRIDE_TOPO", ""));
+        MPI_Barrier(MPI_COMM_WORLD);
+        if (rank == 0) remove(path);
+    }
     int rc = check_summary("test_compress");
     hcomm_finalize();
     MPI_Finalize();
