@@ -10,9 +10,6 @@
 #include "core/request.h"
 #include "cuda_ipc/ipc.h"
 #include "kernels/reduce.h"
-#ifdef HAVE_CUDA
-#include "kernels/reduce_cuda.h"
-#endif
 #include "topo/topo.h"
 
 #include <stdint.h>
@@ -304,21 +301,8 @@ static hcomm_status_t run_direct(const call_t *k, hcomm_comm_impl_t *c,
     return HCOMM_SUCCESS;
 }
 
-/* The GPU a device call runs on, and its context. */
-static hcomm_status_t gpu_context(hcomm_comm_impl_t *c, call_mem_t *m,
-                                  struct hcomm_gpu_ctx **ctx) {
-#ifdef HAVE_CUDA
-    if (m->device < 0 && (m->device = hcomm_gpu_current_device()) < 0)
-        return HCOMM_ERR_INTERNAL;
-#endif
-    return hcomm_comm_gpu(c, m->device, ctx);
-}
-
-/* A blocking hierarchical call whose node stages run on shared memory,
- * or on device buffers over CUDA IPC (allreduce and broadcast: no host
- * copy between their stages). */
-static hcomm_status_t run_node_stages(const call_t *k, hcomm_comm_impl_t *c,
-                                      const call_mem_t *mem) {
+/* A blocking hierarchical call whose node stages run on shared memory. */
+static hcomm_status_t run_node_stages(const call_t *k, hcomm_comm_impl_t *c) {
     switch (k->coll) {
     case HCOMM_COLL_BCAST:
         return hcomm_hier_node_bcast(c, k->recvbuf, k->count, k->dtype,
@@ -330,28 +314,19 @@ static hcomm_status_t run_node_stages(const call_t *k, hcomm_comm_impl_t *c,
         return hcomm_hier_node_reduce_scatter(c, k->sendbuf, k->recvbuf,
                                               k->count, k->dtype, k->op);
     default:
-        break;
+        return hcomm_hier_node_allreduce(c, k->sendbuf, k->recvbuf, k->count,
+                                         k->dtype, k->op);
     }
-    /* The stages scale an average with the CPU: on the GPU the sum is
-     * divided there once, as the plans do. */
-    int gpu_avg = mem->on_gpu && k->op == HCOMM_AVG;
-    hcomm_status_t st =
-        hcomm_hier_node_allreduce(c, k->sendbuf, k->recvbuf, k->count, k->dtype,
-                                  gpu_avg ? HCOMM_SUM : k->op);
+}
+
+/* The GPU a device call runs on, and its context. */
+static hcomm_status_t gpu_context(hcomm_comm_impl_t *c, call_mem_t *m,
+                                  struct hcomm_gpu_ctx **ctx) {
 #ifdef HAVE_CUDA
-    if (st == HCOMM_SUCCESS && gpu_avg) {
-        struct hcomm_gpu_ctx *ctx;
-        call_mem_t m = *mem;
-        if ((st = gpu_context(c, &m, &ctx)) != HCOMM_SUCCESS) return st;
-        void *s = hcomm_gpu_ctx_stream(ctx, HCOMM_GPU_STREAM_KERNEL);
-        const void *sum = k->recvbuf;
-        int e = hcomm_cuda_reduce(k->recvbuf, NULL, &sum, 1, k->count, k->dtype,
-                                  HCOMM_SUM, c->size, s);
-        st = e ? hcomm_gpu_error(e, "allreduce: the average's division")
-               : hcomm_gpu_stream_sync(s);
-    }
+    if (m->device < 0 && (m->device = hcomm_gpu_current_device()) < 0)
+        return HCOMM_ERR_INTERNAL;
 #endif
-    return st;
+    return hcomm_comm_gpu(c, m->device, ctx);
 }
 
 #ifdef HAVE_CUDA
@@ -421,9 +396,7 @@ static hcomm_status_t run_ipc(const call_t *k, hcomm_comm_impl_t *c,
  * host), which the agreement of the plans' path can only refuse. Larger
  * calls take the plans: on the GPU machine, staged, an 8 B allreduce took
  * 19.7 us against 36.7 through UCX, 32 KiB 38.7 against 48.4, but 2 MiB
- * 721 us against 61 and 8 MiB 2627 against 162 (the CPU copies). With
- * direct HCOMM_SHM_NONE, the node stages of a hierarchical call run on the
- * staged buffers instead (whatever their size). */
+ * 721 us against 61 and 8 MiB 2627 against 162 (the CPU copies). */
 #define STAGED_MAX ((size_t)64 << 10)
 static hcomm_status_t run_staged(const call_t *k, hcomm_comm_impl_t *c,
                                  call_mem_t *mem, hcomm_shm_algo_t direct,
@@ -454,10 +427,7 @@ static hcomm_status_t run_staged(const call_t *k, hcomm_comm_impl_t *c,
     if (st == HCOMM_SUCCESS && rb)
         st = hcomm_gpu_copy_async(tmp + sb, k->recvbuf, rb, s);
     if (st == HCOMM_SUCCESS) st = hcomm_gpu_stream_sync(s);
-    const call_mem_t host = {.device = -1};
-    if (st == HCOMM_SUCCESS)
-        st = direct != HCOMM_SHM_NONE ? run_direct(&h, c, direct, NULL, pc)
-                                      : run_node_stages(&h, c, &host);
+    if (st == HCOMM_SUCCESS) st = run_direct(&h, c, direct, NULL, pc);
     if (st == HCOMM_SUCCESS && rb) {
         st = hcomm_gpu_copy_async(k->recvbuf, tmp + sb, rb, s);
         if (st == HCOMM_SUCCESS) st = hcomm_gpu_stream_sync(s);
@@ -558,26 +528,15 @@ static hcomm_status_t run_call(const call_t *k, hcomm_comm_t comm,
     if (!algo)
         return hcomm_error(HCOMM_ERR_UNSUPPORTED, "%s is not implemented yet",
                            hcomm_coll_name(k->coll));
-    if (!out && node_of &&
+    if (!out && host_paths && node_of &&
         hcomm_hier_node_applies(c, k->coll, algo, k->count * esize)) {
         uint64_t call = hcomm_flight_begin(&c->flight, k->coll, k->dtype,
                                            k->count, k->root, 0);
-        /* Every rank takes the node stages, whatever its memory: device
-         * buffers of a reduce-scatter or allgather, whose stages regroup
-         * blocks with the CPU, are staged through pinned memory. */
-        const char *how = host_paths ? "shm+net" : "ipc+net";
-#ifdef HAVE_CUDA
-        if (!host_paths && k->coll != HCOMM_COLL_ALLREDUCE &&
-            k->coll != HCOMM_COLL_BCAST) {
-            how = "staged+net";
-            st = run_staged(k, c, &mem, HCOMM_SHM_NONE, NULL);
-        } else
-#endif
-            st = run_node_stages(k, c, &mem);
+        st = run_node_stages(k, c);
         hcomm_flight_end(&c->flight, call, st);
         if (pc) {
             pc->algo = "hierarchical";
-            pc->transport = how;
+            pc->transport = "shm+net";
             hcomm_profile_end(pc, st);
         }
         return st;

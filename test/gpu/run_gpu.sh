@@ -109,36 +109,15 @@ if has ipc; then
 fi
 
 if has nodes; then
-    note "two nodes of 2 ranks (HCOMM_OVERRIDE_TOPO): node stages over CUDA IPC"
+    note "two nodes of 2 ranks (HCOMM_OVERRIDE_TOPO): device buffers across nodes"
     mps_on
     HCOMM_TEST_GPU_NODES=2 HCOMM_TEST_GPU_QUICK=1 mpi nodes.log 4 "$b/test/gpu/test_cuda_colls"
-    # AllReduce and Broadcast on device memory, 2 x 2: the node stages
-    # (IPC inside, UCX between) against the hierarchical plans, which
-    # device memory took before (forced: HCOMM_ALGO)
     topo=$out/two_nodes.json
     echo '{"nodes": [{"ranks": [0, 1]}, {"ranks": [2, 3]}]}' >"$topo"
-    for run in allreduce: allreduce:allreduce=hierarchical broadcast: \
-        broadcast:bcast=hierarchical; do
-        HCOMM_ALGO=${run#*:} mpi nodes.log 4 -x HCOMM_OVERRIDE_TOPO="$topo" \
-            "$b/perf/hcomm_perf" -D cuda "${run%%:*}" -b 64K -e 256M -f 16 -n 10 -w 3
-    done
+    mpi nodes.log 4 -x HCOMM_OVERRIDE_TOPO="$topo" "$b/perf/hcomm_perf" -D cuda \
+        allreduce -b 64K -e 256M -f 16 -n 10 -w 3
     mps_off
     grep -vE "^\$|^\(exit" "$out/nodes.log" | grep -E "passed|FAILED|^ +[0-9]|hcomm_perf:"
-fi
-
-if has regperf; then
-    note "registered against ordinary device buffers: direct kernels"
-    mps_on
-    p="$b/perf/hcomm_perf -D cuda"
-    for n in 2 4; do
-        for c in reduce_scatter allgather broadcast; do
-            for r in "" -R; do
-                mpi regperf.log $n $p $c -b 32K -e 64M -f 8 -n 10 -w 3 $r
-            done
-        done
-    done
-    mps_off
-    grep -vE "^\$|^\(exit" "$out/regperf.log" | grep -E "^ +[0-9]|hcomm_perf:"
 fi
 
 if has kill; then
@@ -249,6 +228,21 @@ if has ipcperf; then
     HCOMM_CUDA_IPC_BLOCKS=64 mpi ipcperf.log 2 $p allreduce -b 8M -e 256M -f 4 -n 10 -w 3 -R
     mps_off
     grep -vE "^\\$|^\(exit" "$out/ipcperf.log" | grep -E "^ +[0-9]|^#" | head -300
+fi
+
+if has regperf; then
+    note "registered against ordinary device buffers: direct kernels"
+    mps_on
+    p="$b/perf/hcomm_perf -D cuda"
+    for n in 2 4; do
+        for c in reduce_scatter allgather broadcast; do
+            for r in "" -R; do
+                mpi regperf.log $n $p $c -b 32K -e 64M -f 8 -n 10 -w 3 $r
+            done
+        done
+    done
+    mps_off
+    grep -vE "^\$|^\(exit" "$out/regperf.log" | grep -E "^ +[0-9]|hcomm_perf:"
 fi
 
 if has python; then
