@@ -36,6 +36,7 @@ typedef struct {
     int on_gpu;                 /* some buffer is device or managed memory */
     int device;                 /* the GPU that runs its kernels */
     uint8_t send_dev, recv_dev; /* device memory (no CPU access) */
+    uint8_t cpu_visible;        /* a buffer in managed or pinned host memory */
 } call_mem_t;
 
 static int reduces(hcomm_coll_t coll) {
@@ -74,7 +75,7 @@ static hcomm_status_t classify(const call_t *k, const hcomm_comm_impl_t *c,
                                call_mem_t *m) {
     m->on_gpu = 0;
     m->device = -1;
-    m->send_dev = m->recv_dev = 0;
+    m->send_dev = m->recv_dev = m->cpu_visible = 0;
     if (__builtin_expect(!hcomm_gpu_present, 1) || (k->count == 0 && !k->v))
         return HCOMM_SUCCESS;
     int us, ur, sd = -1, rd = -1;
@@ -113,6 +114,7 @@ static hcomm_status_t classify(const call_t *k, const hcomm_comm_impl_t *c,
     m->device = sd >= 0 ? sd : rd;
     m->send_dev = us && st == HCOMM_MEM_DEVICE;
     m->recv_dev = ur && rt == HCOMM_MEM_DEVICE;
+    m->cpu_visible = (us && !m->send_dev) || (ur && !m->recv_dev);
     return HCOMM_SUCCESS;
 }
 
@@ -366,9 +368,9 @@ static hcomm_status_t run_ipc(const call_t *k, hcomm_comm_impl_t *c,
     st = hcomm_shm_op_agree(&req->direct, c->shm, k->coll, k->count, k->dtype,
                             k->op, k->root);
     if (st == HCOMM_SUCCESS)
-        st = hcomm_ipc_op_init(&req->ipc, c, k->coll, k->sendbuf, k->recvbuf,
-                               k->count, k->dtype, k->op, k->root,
-                               k->on_stream ? k->stream : NULL);
+        st = hcomm_ipc_op_init(
+            &req->ipc, c, k->coll, k->sendbuf, k->recvbuf, k->count, k->dtype,
+            k->op, k->root, k->on_stream ? k->stream : NULL, mem->cpu_visible);
     req->direct.devreg = req->ipc.devreg; /* sent with the agreement */
     if (st == HCOMM_SUCCESS)
         st = hcomm_request_start(req, c, k->coll, NULL, NULL, !out, 1);
@@ -471,7 +473,7 @@ static hcomm_status_t run_call(const call_t *k, hcomm_comm_t comm,
     int p2p = k->coll == HCOMM_COLL_SEND || k->coll == HCOMM_COLL_RECV;
     size_t esize = hcomm_dtype_size(k->dtype);
     int inplace = 0;
-    call_mem_t mem = {0, -1, 0, 0};
+    call_mem_t mem = {0, -1, 0, 0, 0};
     call_t kv;
     if ((st = check_call(k, c)) == HCOMM_SUCCESS) {
         if (k->v) { /* its count: what every rank passes alike (or 0) */

@@ -69,6 +69,9 @@ void *hcomm_gpu_ctx_stream(hcomm_gpu_ctx_t *ctx, hcomm_gpu_stream_id_t id);
  * give it back with hcomm_gpu_event_put. */
 void *hcomm_gpu_event_record(hcomm_gpu_ctx_t *ctx, void *stream);
 int hcomm_gpu_event_query(void *event);
+/* Whether stream has run everything enqueued on it: 1, 0 not yet, or an
+ * error < 0 (set). */
+int hcomm_gpu_stream_query(void *stream);
 void hcomm_gpu_event_put(hcomm_gpu_ctx_t *ctx, void *event);
 /* Makes stream wait for event (on the device; the host does not block). */
 hcomm_status_t hcomm_gpu_stream_wait_event(void *stream, void *event);

@@ -125,12 +125,19 @@ void *hcomm_gpu_event_record(hcomm_gpu_ctx_t *ctx, void *stream) {
     return ev;
 }
 
-int hcomm_gpu_event_query(void *event) {
-    cudaError_t e = cudaEventQuery((cudaEvent_t)event);
+static int query_result(cudaError_t e) {
     if (e == cudaSuccess) return 1;
     if (e == cudaErrorNotReady) return 0;
     hcomm_gpu_error(e, "waiting for the GPU");
     return -1;
+}
+
+int hcomm_gpu_event_query(void *event) {
+    return query_result(cudaEventQuery((cudaEvent_t)event));
+}
+
+int hcomm_gpu_stream_query(void *stream) {
+    return query_result(cudaStreamQuery((cudaStream_t)stream));
 }
 
 void hcomm_gpu_event_put(hcomm_gpu_ctx_t *ctx, void *event) {

@@ -56,6 +56,8 @@ static int make_own(hcomm_ipc_t *ipc, int rank, ipc_card_t *card) {
         e = cudaHostGetDevicePointer(&dev, ipc->words, 0);
         ipc->abort_dev = (volatile uint32_t *)dev;
         ipc->status_dev = (unsigned long long *)((char *)dev + 64);
+        ipc->done_host = (unsigned long long *)((char *)ipc->words + 512);
+        ipc->done_dev = (unsigned long long *)((char *)dev + 512);
     }
     if (e != cudaSuccess)
         HCOMM_LOG(HCOMM_LOG_INFO, "cuda ipc: no workspace of %zu bytes: %s",

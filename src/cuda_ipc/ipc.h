@@ -32,9 +32,10 @@ typedef struct {
     hcomm_dtype_t dtype;
     hcomm_op_t op;
     void *user_stream; /* a stream-ordered call's stream, else NULL */
-    void *done;        /* an event after the kernel */
+    void *done;        /* an event after the kernel, or NULL: see k.done */
     uint64_t ticket;   /* its place in the communicator's order */
     int launched;
+    unsigned polls;
     /* AllReduce: every rank's registered buffers, filled in by the
      * agreement round (this rank's own by hcomm_ipc_op_init). */
     hcomm_shm_devreg_t devreg[HCOMM_IPC_MAX_RANKS];
@@ -57,7 +58,8 @@ int hcomm_ipc_ready(hcomm_comm_impl_t *c, struct hcomm_gpu_ctx *ctx);
 hcomm_status_t hcomm_ipc_op_init(hcomm_ipc_op_t *op, hcomm_comm_impl_t *c,
                                  hcomm_coll_t coll, const void *in, void *out,
                                  size_t count, hcomm_dtype_t dtype,
-                                 hcomm_op_t rop, int root, void *user_stream);
+                                 hcomm_op_t rop, int root, void *user_stream,
+                                 int cpu_visible);
 /* Launches the kernel, then tests for its end: HCOMM_ERR_IN_PROGRESS,
  * HCOMM_SUCCESS, or the failure the kernel reported. A stream-ordered call
  * is done once launched. */

@@ -268,6 +268,14 @@ __global__ void __launch_bounds__(HCOMM_IPC_THREADS)
             return;
         }
     }
+    if (a.done) {
+        __syncthreads();
+        if (threadIdx.x == 0) {
+            __threadfence_system();
+            reinterpret_cast<volatile unsigned long long *>(
+                a.done)[blockIdx.x] = a.done_value;
+        }
+    }
 }
 
 struct Launch {

@@ -76,6 +76,11 @@ typedef struct {
      * mask of the ranks waited for in vain. */
     volatile uint32_t *abort;
     unsigned long long *status;
+    /* Host-mapped, NULL on a stream-ordered call: block b writes done_value
+     * into done[b] once all its writes are visible, so that a waiting host
+     * sees the end sooner than through an event. */
+    unsigned long long *done;
+    unsigned long long done_value;
 } hcomm_ipc_kargs_t;
 
 #ifdef __CUDACC__

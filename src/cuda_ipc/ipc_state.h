@@ -12,10 +12,11 @@ struct hcomm_ipc {
     size_t area_bytes; /* each of the two data areas */
     /* Every rank's workspace as mapped here (this rank's own at rank). */
     char *ws[HCOMM_IPC_MAX_RANKS];
-    /* Host memory the kernels see: the abort word and the status words. */
+    /* Host memory the kernels see: the abort word, the status words and
+     * the blocks' done words (HCOMM_IPC_MAX_BLOCKS of them). */
     void *words;
     volatile uint32_t *abort_host, *abort_dev;
-    unsigned long long *status_host, *status_dev;
+    unsigned long long *status_host, *status_dev, *done_host, *done_dev;
     uint64_t epoch; /* the next round's */
     /* After a stream-ordered kernel, an event after it on the caller's
      * stream (which the caller may destroy: no handle to it is kept);
