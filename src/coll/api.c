@@ -13,6 +13,7 @@
 #include "topo/topo.h"
 
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -274,6 +275,31 @@ static void track_request(struct hcomm_request *req, const call_t *k,
     req->profiled = 1;
 }
 
+/* A blocking direct call that ended in its first pass (a sender of a
+ * rooted call, which waits for nobody, say) needs no request and no wait
+ * loop: what their end does, done here. */
+static hcomm_status_t finished_at_once(const call_t *k, hcomm_comm_impl_t *c,
+                                       const hcomm_shm_op_t *op,
+                                       hcomm_status_t st, hcomm_prof_call_t *pc,
+                                       const char *algo) {
+    uint64_t call =
+        hcomm_flight_begin(&c->flight, k->coll, k->dtype, k->count, k->root, 0);
+    hcomm_flight_end(&c->flight, call, st);
+    if (pc) {
+        pc->algo = algo;
+        pc->transport = "shm";
+        hcomm_profile_end(pc, st);
+    }
+    if (st == HCOMM_SUCCESS) return st;
+    /* as hcomm_request_complete says it */
+    char why[256];
+    snprintf(why, sizeof(why), "%s", hcomm_last_error());
+    c->broken = st;
+    return hcomm_error(st, "%s (sequence %u) failed on rank %d: %s",
+                       hcomm_coll_name(k->coll), (uint32_t)op->seq, c->rank,
+                       why);
+}
+
 /* A call that takes the node's shared segment instead of a plan. */
 static hcomm_status_t run_direct(const call_t *k, hcomm_comm_impl_t *c,
                                  hcomm_shm_algo_t algo, hcomm_request_t *out,
@@ -290,13 +316,18 @@ static hcomm_status_t run_direct(const call_t *k, hcomm_comm_impl_t *c,
     else
         st = hcomm_shm_op_start(&req->direct, c->shm, algo, k->coll, k->sendbuf,
                                 k->recvbuf, k->count, k->dtype, k->op, k->root);
+    static const char *names[] = {"none", "oneshot", "twoshot", "cma"};
+    if (st == HCOMM_SUCCESS && !out) {
+        hcomm_status_t now = hcomm_shm_op_progress(&req->direct);
+        if (now != HCOMM_ERR_IN_PROGRESS)
+            return finished_at_once(k, c, &req->direct, now, pc, names[algo]);
+    }
     if (st == HCOMM_SUCCESS)
         st = hcomm_request_start(req, c, k->coll, NULL, NULL, !out, 0);
     if (st != HCOMM_SUCCESS) {
         if (out) free(req);
         return st;
     }
-    static const char *names[] = {"none", "oneshot", "twoshot", "cma"};
     track_request(req, k, c, 0, pc, names[algo], "shm");
     if (!out) return hcomm_request_complete(req);
     *out = req;

@@ -85,8 +85,12 @@ void hcomm_flight_shutdown(void) {
 
 void hcomm_flight_init(hcomm_flight_t *f) {
     f->calls = 0;
+    unsigned cap = 1;
+    while (cap < depth)
+        cap *= 2;
     f->depth = depth;
-    f->ring = depth ? calloc(depth, sizeof(*f->ring)) : NULL;
+    f->mask = cap - 1;
+    f->ring = depth ? calloc(cap, sizeof(*f->ring)) : NULL;
 }
 
 void hcomm_flight_free(hcomm_flight_t *f) {
@@ -99,7 +103,7 @@ uint64_t hcomm_flight_begin(hcomm_flight_t *f, hcomm_coll_t coll,
                             uint32_t seq) {
     if (!f->ring) return 0;
     uint64_t call = ++f->calls;
-    hcomm_flight_entry_t *e = &f->ring[call % f->depth];
+    hcomm_flight_entry_t *e = &f->ring[call & f->mask];
     *e = (hcomm_flight_entry_t){.call = call,
                                 .seq = seq,
                                 .coll = (uint8_t)coll,
@@ -113,7 +117,7 @@ uint64_t hcomm_flight_begin(hcomm_flight_t *f, hcomm_coll_t coll,
 
 void hcomm_flight_end(hcomm_flight_t *f, uint64_t call, hcomm_status_t st) {
     if (!f->ring || !call) return;
-    hcomm_flight_entry_t *e = &f->ring[call % f->depth];
+    hcomm_flight_entry_t *e = &f->ring[call & f->mask];
     if (e->call != call) return;
     e->end = coarse_now();
     e->status = st;
@@ -134,7 +138,7 @@ static void dump_comm(hcomm_comm_impl_t *c, void *arg) {
     if (!f->ring) return;
     uint64_t first = f->calls >= f->depth ? f->calls - f->depth + 1 : 1;
     for (uint64_t call = first; call <= f->calls; call++) {
-        const hcomm_flight_entry_t *e = &f->ring[call % f->depth];
+        const hcomm_flight_entry_t *e = &f->ring[call & f->mask];
         if (e->call != call) continue;
         fprintf(out,
                 "  call %llu  %-14s seq %-6u count %-10zu %-8s root %-3d "

@@ -31,6 +31,8 @@ typedef struct {
 typedef struct {
     hcomm_flight_entry_t *ring; /* NULL: recording off */
     unsigned depth;
+    unsigned mask; /* the ring holds the power of two above depth, so
+                    * that a call finds its entry without a division */
     uint64_t calls;
 } hcomm_flight_t;
 

@@ -13,8 +13,8 @@
  *   done    = s: it has finished reading everything of round s.
  * Rounds are numbered alike on every rank (each direct call takes as many
  * consecutive numbers as it has rounds), so a rank writes a ring entry
- * only once every peer's done >= s - 16, and the parity-s slots once every
- * peer's done >= s - 2.
+ * only once every peer's done >= s - 16 + HCOMM_SHM_LAG (below), and the
+ * parity-s slots once every peer's done >= s - 2.
  *
  * Ranks that pass different arguments would count different rounds and
  * read or write past each other's buffers: the first round's ring entry
@@ -23,6 +23,19 @@
  * descriptors before it touches any peer's data. On a difference every
  * rank fails with HCOMM_ERR_MISMATCH, and the segment is then failed:
  * rounds are out of step, so every later call on it fails at once.
+ *
+ * A rank that waits for no peer's data in a one-round rooted call (a
+ * broadcast or scatter root, a gather or reduce leaf) does not wait for
+ * the descriptors either: as in MPI, it publishes and returns, so that it
+ * runs ahead of its receivers. A rank that reads the root's data checks
+ * the root's descriptor before it reads. Every other descriptor of such a
+ * call is compared later: at the latest when a rank would hold more than
+ * HCOMM_SHM_LAG calls unchecked, or before it starts any other call; a
+ * mismatch then fails that later call with HCOMM_ERR_MISMATCH. So that
+ * the descriptors are still there, a ring entry whose round has no slot
+ * data waits HCOMM_SHM_LAG rounds more before it is reused. Ranks whose calls
+ * differ still never touch memory past each other's buffers: the readers
+ * compare before they read.
  *
  * Calls on one communicator run their rounds in call order: a call starts
  * once the previous direct call on the communicator has completed locally.
@@ -51,6 +64,15 @@ typedef struct {
     size_t stride;
 } hcomm_shm_region_t;
 
+/* One-round calls whose peers' descriptors are not compared yet (shm.h):
+ * at most this many per rank, so that a mismatch surfaces within as many
+ * calls. */
+#define HCOMM_SHM_LAG 4
+
+typedef struct {
+    uint64_t seq, desc[2];
+} hcomm_shm_unchecked_t;
+
 typedef struct hcomm_shm {
     char *base; /* the mapping */
     size_t bytes;
@@ -74,6 +96,10 @@ typedef struct hcomm_shm {
      * process_vm_readv/writev at another process. */
     int32_t *pids;
     hcomm_status_t failed; /* a call found a mismatch: later ones fail */
+    /* Oldest first: the rounds last done, one per call (any other call
+     * compares them all before it starts). */
+    hcomm_shm_unchecked_t unchecked[HCOMM_SHM_LAG];
+    int nunchecked;
 } hcomm_shm_t;
 
 typedef enum {
@@ -146,6 +172,7 @@ typedef struct {
     uint64_t first, seq;         /* first and current round number */
     size_t rounds, round, chunk; /* chunk: elements per round */
     int phase;
+    int lagged; /* compares the peers' descriptors later (shm.h) */
     /* The peer last waited on, for timeout messages; read by a thread
      * testing the request while another advances it (request.c). */
     _Atomic int waiting_for;

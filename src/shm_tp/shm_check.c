@@ -105,10 +105,13 @@ static void explain(const hcomm_shm_t *shm, uint64_t seq, char *out,
                  more > 1 ? "s" : "", more > 1 ? "" : "s");
 }
 
-hcomm_status_t hcomm_shm_desc_mismatch(hcomm_shm_op_t *op) {
+hcomm_status_t hcomm_shm_desc_mismatch(hcomm_shm_t *shm, uint64_t seq,
+                                       int earlier) {
     char why[400];
-    explain(op->shm, op->first, why, sizeof(why));
-    op->shm->failed = HCOMM_ERR_MISMATCH;
-    return hcomm_error(HCOMM_ERR_MISMATCH, "%s: %s", hcomm_coll_name(op->coll),
-                       why);
+    explain(shm, seq, why, sizeof(why));
+    shm->failed = HCOMM_ERR_MISMATCH;
+    hcomm_coll_t coll =
+        (hcomm_coll_t)(hcomm_shm_desc(shm, shm->rank, seq)[1] & 0xff);
+    return hcomm_error(HCOMM_ERR_MISMATCH, "%s%s: %s", hcomm_coll_name(coll),
+                       earlier ? " (an earlier call, found now)" : "", why);
 }

@@ -45,9 +45,63 @@ static int all_reached(hcomm_shm_op_t *op, hcomm_shm_flag_t f, uint64_t value) {
     return 1;
 }
 
+/* Whether every peer's counter f is known to be at least seq - lag,
+ * without reading it. */
+static int all_known(const hcomm_shm_op_t *op, hcomm_shm_flag_t f, uint64_t seq,
+                     uint64_t lag) {
+    const hcomm_shm_t *shm = op->shm;
+    const uint64_t *known = &shm->known[(size_t)f * (size_t)shm->size];
+    for (int p = 0; p < shm->size; p++)
+        if (p != shm->rank && known[p] + lag < seq) return 0;
+    return 1;
+}
+
 static void publish(hcomm_shm_op_t *op, hcomm_shm_flag_t f) {
     atomic_store_explicit(hcomm_shm_flag(op->shm, op->shm->rank, f, op->seq),
                           op->seq, memory_order_release);
+}
+
+/* Compares the descriptors of the unchecked rounds, oldest first, as far
+ * as the peers have published them: HCOMM_ERR_IN_PROGRESS while some are
+ * left, HCOMM_ERR_MISMATCH at a difference. */
+static hcomm_status_t check_unchecked(hcomm_shm_op_t *op) {
+    hcomm_shm_t *shm = op->shm;
+    /* the peers' lines of every unchecked round at once, not one miss
+     * after the other */
+    for (int u = 0; u < shm->nunchecked; u++)
+        for (int p = 0; p < shm->size; p++)
+            if (p != shm->rank)
+                __builtin_prefetch(
+                    hcomm_shm_entry(shm, p, shm->unchecked[u].seq));
+    while (shm->nunchecked) {
+        const hcomm_shm_unchecked_t *u = &shm->unchecked[0];
+        if (!all_reached(op, SHM_ARRIVE, u->seq)) return HCOMM_ERR_IN_PROGRESS;
+        if (hcomm_shm_desc_differs(shm, u->seq, u->desc))
+            return hcomm_shm_desc_mismatch(shm, u->seq, 1);
+        shm->nunchecked--;
+        memmove(shm->unchecked, shm->unchecked + 1,
+                (size_t)shm->nunchecked * sizeof(*u));
+    }
+    return HCOMM_SUCCESS;
+}
+
+/* Whether a call is one whose rank waits for no peer's descriptor but the
+ * root's, or none (shm.h): one round through the ring entries or slots of
+ * a rooted collective, on host memory, other than a gather's or reduce's
+ * root, which reads every rank's data anyway. */
+static int lags(const hcomm_shm_op_t *op) {
+    if (op->algo != HCOMM_SHM_ONESHOT || op->rounds != 1) return 0;
+    int root = op->shm->rank == op->root;
+    switch (op->coll) {
+    case HCOMM_COLL_BCAST:
+    case HCOMM_COLL_SCATTER:
+        return 1;
+    case HCOMM_COLL_GATHER:
+    case HCOMM_COLL_REDUCE:
+        return !root;
+    default:
+        return 0;
+    }
 }
 
 /* Copies bytes between local memory and a peer's address: reads them
@@ -87,7 +141,8 @@ hcomm_status_t hcomm_shm_op_start(hcomm_shm_op_t *op, hcomm_shm_t *shm,
                                   const void *sendbuf, void *recvbuf,
                                   size_t count, hcomm_dtype_t dtype,
                                   hcomm_op_t rop, int root) {
-    memset(op, 0, sizeof(*op));
+    /* Field by field: a memset of the whole op (rep stos) cost a small
+     * call more than its protocol. */
     op->shm = shm;
     op->algo = algo;
     op->coll = coll;
@@ -96,6 +151,14 @@ hcomm_status_t hcomm_shm_op_start(hcomm_shm_op_t *op, hcomm_shm_t *shm,
     op->count = count;
     op->esize = hcomm_dtype_size(dtype);
     op->root = root;
+    op->reduce = NULL;
+    op->scale = NULL;
+    op->round = 0;
+    op->phase = 0;
+    op->own_copy = NULL;
+    op->vcounts = op->vdispls = NULL;
+    op->vcopy = NULL;
+    op->devreg = NULL;
     if (coll == HCOMM_COLL_ALLREDUCE || coll == HCOMM_COLL_REDUCE_SCATTER ||
         coll == HCOMM_COLL_REDUCE || coll == HCOMM_COLL_REDUCE_SCATTERV) {
         op->reduce = hcomm_kernel_reduce(dtype, rop);
@@ -130,14 +193,20 @@ hcomm_status_t hcomm_shm_op_start(hcomm_shm_op_t *op, hcomm_shm_t *shm,
     } else {
         /* a round holds a piece of every rank's block */
         size_t pieces = per_block(coll) ? (size_t)shm->size : 1;
-        op->chunk = shm->slot_bytes / esize / pieces;
-        op->rounds = (count + op->chunk - 1) / op->chunk;
+        if (count * esize * pieces <= shm->slot_bytes) {
+            op->chunk = count; /* one round, and no division */
+            op->rounds = 1;
+        } else {
+            op->chunk = shm->slot_bytes / esize / pieces;
+            op->rounds = (count + op->chunk - 1) / op->chunk;
+        }
     }
     /* Even a call of nothing takes a round: its descriptor must meet the
      * peers' (a rank that passed 0 against others' count would otherwise
      * pair its next call with theirs). */
     if (op->rounds == 0) op->rounds = 1;
     hcomm_shm_desc_make(op, dtype, rop);
+    op->lagged = lags(op);
     op->first = shm->next_seq;
     op->seq = op->first;
     shm->next_seq += op->rounds;
@@ -219,9 +288,11 @@ hcomm_status_t hcomm_shm_op_agree(hcomm_shm_op_t *op, hcomm_shm_t *shm,
     hcomm_status_t st = hcomm_shm_op_start(op, shm, HCOMM_SHM_ONESHOT, coll,
                                            NULL, NULL, 0, dtype, rop, root);
     if (st != HCOMM_SUCCESS) return st;
-    /* ... which says what the call is, and that it is on GPU memory */
+    /* ... which says what the call is, and that it is on GPU memory, and
+     * which every rank waits for: the call then runs elsewhere */
     op->desc[0] = count;
     op->desc[1] |= HCOMM_SHM_DESC_GPU;
+    op->lagged = 0;
     return HCOMM_SUCCESS;
 }
 
@@ -687,7 +758,17 @@ static int after_arrive(hcomm_shm_op_t *op, hcomm_status_t *st) {
  * call's first round waits for every peer, whose descriptor it checks: a
  * broadcast root too, which then no longer runs ahead of its receivers. */
 static int inputs_arrived(hcomm_shm_op_t *op) {
-    if (op->seq == op->first) return all_reached(op, SHM_ARRIVE, op->seq);
+    int me = op->shm->rank;
+    /* A lagged receiver reads the root's data only if the root's
+     * descriptor is its own; else it waits for every rank's to explain. */
+    if (op->lagged && me != op->root &&
+        (op->coll == HCOMM_COLL_BCAST || op->coll == HCOMM_COLL_SCATTER) &&
+        reached(op, op->root, SHM_ARRIVE, op->seq)) {
+        const uint64_t *d = hcomm_shm_desc(op->shm, op->root, op->seq);
+        if (d[0] != op->desc[0] || d[1] != op->desc[1]) op->lagged = 0;
+    }
+    if (op->seq == op->first && !op->lagged)
+        return all_reached(op, SHM_ARRIVE, op->seq);
     if (op->coll == HCOMM_COLL_BCAST && op->shm->rank == op->root)
         /* a direct-read root writes into the receivers' buffers */
         return op->algo != HCOMM_SHM_CMA ||
@@ -709,24 +790,35 @@ static int waits_for_readers(const hcomm_shm_op_t *op) {
     return op->algo == HCOMM_SHM_CMA && publishes_block(op);
 }
 
-/* A broadcast root is often ahead of its receivers, so the next round's
- * entry is likely written already: fetch it now, while this call returns
- * and the next one starts (the root: take the line for writing). */
+/* The senders of a rooted call (shm.h) are often ahead of its readers,
+ * so the next round's entries are likely written already: fetch them now,
+ * while this call returns and the next one starts (a sender: its own, for
+ * writing). */
 static void prefetch_next_entry(const hcomm_shm_op_t *op) {
     const hcomm_shm_t *shm = op->shm;
-    if (shm->rank == op->root)
-        __builtin_prefetch(hcomm_shm_entry(shm, shm->rank, op->seq + 1), 1);
-    else
+    int me = shm->rank, root = me == op->root;
+    int from_root =
+        op->coll == HCOMM_COLL_BCAST || op->coll == HCOMM_COLL_SCATTER;
+    if (from_root ? root : !root) {
+        __builtin_prefetch(hcomm_shm_entry(shm, me, op->seq + 1), 1);
+    } else if (from_root) {
         __builtin_prefetch(hcomm_shm_entry(shm, op->root, op->seq + 1));
+    } else {
+        for (int p = 0; p < shm->size; p++)
+            if (p != me)
+                __builtin_prefetch(hcomm_shm_entry(shm, p, op->seq + 1));
+    }
 }
 
 /* How many rounds back the peers must be done before this round may
  * write: a round that lives in its ring entry reuses the entry of round
  * seq - HCOMM_SHM_RING; any other writes the slots (or, for CMA, the
- * buffer addresses) of its parity, last used by round seq - 2. */
+ * buffer addresses) of its parity, last used by round seq - 2. A peer may
+ * still compare the descriptors of its last HCOMM_SHM_LAG rounds done,
+ * which stay in their ring entries until then (shm.h). */
 static uint64_t reuse_distance(const hcomm_shm_op_t *op) {
     if (op->algo == HCOMM_SHM_ONESHOT && hcomm_shm_in_ring(round_in_bytes(op)))
-        return HCOMM_SHM_RING;
+        return HCOMM_SHM_RING - HCOMM_SHM_LAG;
     return 2;
 }
 
@@ -746,6 +838,17 @@ static hcomm_status_t op_end(hcomm_shm_op_t *op, hcomm_status_t st) {
     return st;
 }
 
+/* A call that must wait looks meanwhile at the descriptors it has not
+ * compared: a peer that found a mismatch in one of those calls stopped,
+ * and what this rank waits for would never come. */
+static hcomm_status_t waiting(hcomm_shm_op_t *op) {
+    hcomm_status_t st = HCOMM_ERR_IN_PROGRESS;
+    if (op->shm->nunchecked) st = check_unchecked(op);
+    return st == HCOMM_SUCCESS || st == HCOMM_ERR_IN_PROGRESS
+               ? HCOMM_ERR_IN_PROGRESS
+               : op_end(op, st);
+}
+
 hcomm_status_t hcomm_shm_op_progress(hcomm_shm_op_t *op) {
     hcomm_shm_t *shm = op->shm;
     hcomm_status_t st = HCOMM_SUCCESS;
@@ -759,21 +862,41 @@ hcomm_status_t hcomm_shm_op_progress(hcomm_shm_op_t *op) {
             if (shm->completed + 1 != op->first)
                 return shm->failed ? op_end(op, failed_earlier(op))
                                    : HCOMM_ERR_IN_PROGRESS;
+            /* at most HCOMM_SHM_LAG calls unchecked, and none before
+             * a call that waits for every rank anyway */
+            if (shm->nunchecked >= (op->lagged ? HCOMM_SHM_LAG : 1)) {
+                st = check_unchecked(op);
+                if (st != HCOMM_SUCCESS && st != HCOMM_ERR_IN_PROGRESS)
+                    return op_end(op, st);
+                if (shm->nunchecked >= (op->lagged ? HCOMM_SHM_LAG : 1))
+                    return HCOMM_ERR_IN_PROGRESS;
+                st = HCOMM_SUCCESS;
+            }
             op->phase = PHASE_FREE;
             /* fall through */
         case PHASE_FREE: {
             uint64_t lag = reuse_distance(op);
+            /* A sender at the end of its ring would read its readers'
+             * counters every call (a miss each): once it must look, it
+             * lets them come halfway, and runs that far on what it saw. */
+            if (op->lagged && lag > 2 && !all_known(op, SHM_DONE, op->seq, lag))
+                lag /= 2;
             if (op->seq > lag && !all_reached(op, SHM_DONE, op->seq - lag))
-                return HCOMM_ERR_IN_PROGRESS;
+                return waiting(op);
         }
             publish_input(op);
             op->phase = PHASE_ARRIVE;
             /* fall through */
         case PHASE_ARRIVE: {
-            if (!inputs_arrived(op)) return HCOMM_ERR_IN_PROGRESS;
-            if (op->seq == op->first &&
-                (st = hcomm_shm_desc_check(op)) != HCOMM_SUCCESS)
+            if (!inputs_arrived(op)) return waiting(op);
+            if (op->lagged) {
+                hcomm_shm_unchecked_t *u = &shm->unchecked[shm->nunchecked++];
+                u->seq = op->seq;
+                memcpy(u->desc, op->desc, sizeof(u->desc));
+            } else if (op->seq == op->first &&
+                       (st = hcomm_shm_desc_check(op)) != HCOMM_SUCCESS) {
                 return op_end(op, st);
+            }
             int next = after_arrive(op, &st);
             if (st != HCOMM_SUCCESS) return op_end(op, st);
             if (next < 0) break;
@@ -783,19 +906,17 @@ hcomm_status_t hcomm_shm_op_progress(hcomm_shm_op_t *op) {
         case PHASE_REDUCED:
             if (op->coll == HCOMM_COLL_BCAST) {
                 if (!reached(op, op->root, SHM_REDUCED, op->seq))
-                    return HCOMM_ERR_IN_PROGRESS; /* the root's writes */
+                    return waiting(op); /* the root's writes */
                 break;
             }
-            if (!all_reached(op, SHM_REDUCED, op->seq))
-                return HCOMM_ERR_IN_PROGRESS;
+            if (!all_reached(op, SHM_REDUCED, op->seq)) return waiting(op);
             if (op->algo == HCOMM_SHM_TWOSHOT)
                 twoshot_gather(op);
             else if ((st = cma_gather_blocks(op)) != HCOMM_SUCCESS)
                 return op_end(op, st);
             break;
         case PHASE_DONE:
-            if (!all_reached(op, SHM_DONE, op->seq))
-                return HCOMM_ERR_IN_PROGRESS;
+            if (!all_reached(op, SHM_DONE, op->seq)) return waiting(op);
             op->phase = PHASE_FREE;
             op->round++;
             op->seq++;
@@ -803,7 +924,7 @@ hcomm_status_t hcomm_shm_op_progress(hcomm_shm_op_t *op) {
         }
         /* The round's reads are over. */
         publish(op, SHM_DONE);
-        if (op->coll == HCOMM_COLL_BCAST) prefetch_next_entry(op);
+        if (op->lagged || op->coll == HCOMM_COLL_BCAST) prefetch_next_entry(op);
         if (waits_for_readers(op)) {
             op->phase = PHASE_DONE;
             continue;
@@ -818,7 +939,12 @@ void hcomm_shm_op_describe(const hcomm_shm_op_t *op, char *out, size_t len) {
     static const char *what[] = {"the previous call on this communicator",
                                  "slots still read by", "data from",
                                  "reduced blocks from", "the end of reads by"};
-    if (op->phase == PHASE_TURN)
+    if (op->phase == PHASE_TURN && op->shm->nunchecked)
+        snprintf(out, len,
+                 "shared memory: the descriptor of round %llu from rank %d",
+                 (unsigned long long)op->shm->unchecked[0].seq,
+                 atomic_load_explicit(&op->waiting_for, memory_order_relaxed));
+    else if (op->phase == PHASE_TURN)
         snprintf(out, len, "shared memory: %s", what[0]);
     else
         snprintf(out, len, "shared memory, round %llu: %s rank %d",

@@ -130,24 +130,34 @@ static inline void hcomm_shm_desc_make(hcomm_shm_op_t *op, hcomm_dtype_t dtype,
 }
 
 /* HCOMM_ERR_MISMATCH with a message that names the fields and the ranks
- * that differ; the segment is failed (shm_check.c). */
-hcomm_status_t hcomm_shm_desc_mismatch(hcomm_shm_op_t *op);
+ * that differ in the call whose first round is seq (all published), one
+ * before the current call's when earlier; the segment is failed
+ * (shm_check.c). */
+hcomm_status_t hcomm_shm_desc_mismatch(hcomm_shm_t *shm, uint64_t seq,
+                                       int earlier);
 
-/* Whether every peer's descriptor of op's first round (all published) is
- * op's: two words per peer from lines the arrive counters brought in. Not
- * this rank's own line: a peer's read may have taken it away (a remote
- * read of a line just written can migrate it), and reading it back would
- * cost a miss. */
-static inline hcomm_status_t hcomm_shm_desc_check(hcomm_shm_op_t *op) {
-    const hcomm_shm_t *shm = op->shm;
-    const char *d = (const char *)hcomm_shm_desc(shm, 0, op->first);
+/* Whether a peer's descriptor of the call whose first round is seq (all
+ * published) differs from desc: two words per peer from lines the arrive
+ * counters brought in. Not this rank's own line: a peer's read may have
+ * taken it away (a remote read of a line just written can migrate it),
+ * and reading it back would cost a miss. */
+static inline int hcomm_shm_desc_differs(const hcomm_shm_t *shm, uint64_t seq,
+                                         const uint64_t desc[2]) {
+    const char *d = (const char *)hcomm_shm_desc(shm, 0, seq);
     uint64_t differ = 0;
     for (int p = 0; p < shm->size; p++, d += shm->area_bytes) {
         const uint64_t *w = (const uint64_t *)(const void *)d;
-        if (p != shm->rank)
-            differ |= (w[0] ^ op->desc[0]) | (w[1] ^ op->desc[1]);
+        if (p != shm->rank) differ |= (w[0] ^ desc[0]) | (w[1] ^ desc[1]);
     }
-    return differ ? hcomm_shm_desc_mismatch(op) : HCOMM_SUCCESS;
+    return differ != 0;
+}
+
+/* Whether every peer's descriptor of op's first round (all published) is
+ * op's. */
+static inline hcomm_status_t hcomm_shm_desc_check(hcomm_shm_op_t *op) {
+    return hcomm_shm_desc_differs(op->shm, op->first, op->desc)
+               ? hcomm_shm_desc_mismatch(op->shm, op->first, 0)
+               : HCOMM_SUCCESS;
 }
 
 #endif

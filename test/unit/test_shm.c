@@ -610,6 +610,113 @@ static void test_mismatch(void **state) {
     }
 }
 
+/* Rooted calls back to back, whose senders run ahead of their readers
+ * (shm.h): every root, counts through the ring entries, the slots and
+ * many rounds, each call's bytes its own, so that a read of a stale or a
+ * rewritten entry shows. Then a broadcast whose last rank passes another
+ * count: every rank fails with HCOMM_ERR_MISMATCH within HCOMM_SHM_LAG
+ * calls more, and the readers' buffers stay untouched. */
+#define AHEAD_CALLS 96
+typedef struct {
+    rank_t *rk;
+    int wrong, calls_failed;
+    hcomm_status_t mismatch;
+    int mismatch_calls;
+    unsigned char untouched[64];
+} ahead_rank_t;
+
+static unsigned char ahead_byte(int call, int r, size_t i) {
+    return (unsigned char)(call * 31 + r * 7 + (int)i);
+}
+
+static void *ahead_main(void *arg) {
+    static const size_t ns[] = {0, 1, 3, 7, 61, 400};
+    static const hcomm_coll_t colls[] = {HCOMM_COLL_BCAST, HCOMM_COLL_SCATTER,
+                                         HCOMM_COLL_GATHER, HCOMM_COLL_REDUCE};
+    ahead_rank_t *a = arg;
+    rank_t *rk = a->rk;
+    int me = rk->rank, P = rk->size;
+    unsigned char send[400 * MAXP], recv[400 * MAXP];
+    for (int call = 0; call < AHEAD_CALLS; call++) {
+        hcomm_coll_t coll = colls[call % 4];
+        size_t n = ns[(call / 4) % 6];
+        int root = (call / 24) % P, is_root = me == root;
+        size_t all = n * (size_t)P;
+        memset(recv, 0xee, sizeof(recv));
+        for (size_t i = 0; i < all; i++)
+            send[i] = coll == HCOMM_COLL_SCATTER
+                          ? ahead_byte(call, (int)(i / n), i % n)
+                          : ahead_byte(call, me, i);
+        if (coll == HCOMM_COLL_BCAST && is_root) memcpy(recv, send, n);
+        hcomm_shm_op_t op;
+        hcomm_status_t st =
+            hcomm_shm_op_start(&op, rk->shm, HCOMM_SHM_ONESHOT, coll,
+                               coll == HCOMM_COLL_BCAST ? recv : send, recv, n,
+                               HCOMM_UINT8, HCOMM_SUM, root);
+        if (st == HCOMM_SUCCESS) st = drive(&op, NULL);
+        if (st != HCOMM_SUCCESS) {
+            a->calls_failed++;
+            continue;
+        }
+        for (size_t i = 0; i < n; i++) {
+            switch (coll) {
+            case HCOMM_COLL_BCAST:
+                a->wrong += recv[i] != ahead_byte(call, root, i);
+                break;
+            case HCOMM_COLL_SCATTER:
+                a->wrong += recv[i] != ahead_byte(call, me, i);
+                break;
+            case HCOMM_COLL_GATHER:
+                for (int r = 0; is_root && r < P; r++)
+                    a->wrong +=
+                        recv[(size_t)r * n + i] != ahead_byte(call, r, i);
+                break;
+            default: {
+                unsigned sum = 0;
+                for (int r = 0; r < P; r++)
+                    sum += ahead_byte(call, r, i);
+                a->wrong += is_root && recv[i] != (unsigned char)sum;
+            }
+            }
+        }
+    }
+    /* the mismatch */
+    size_t n = me == P - 1 ? 9 : 5;
+    memset(a->untouched, 0x5a, sizeof(a->untouched));
+    a->mismatch = HCOMM_SUCCESS;
+    for (a->mismatch_calls = 0;
+         a->mismatch == HCOMM_SUCCESS && a->mismatch_calls <= HCOMM_SHM_LAG;
+         a->mismatch_calls++) {
+        hcomm_shm_op_t op;
+        if (me == 0) memset(a->untouched, 0x33, sizeof(a->untouched));
+        a->mismatch = hcomm_shm_op_start(
+            &op, rk->shm, HCOMM_SHM_ONESHOT, HCOMM_COLL_BCAST, a->untouched,
+            a->untouched, n, HCOMM_UINT8, HCOMM_SUM, 0);
+        if (a->mismatch == HCOMM_SUCCESS) a->mismatch = drive(&op, NULL);
+    }
+    return NULL;
+}
+
+static void test_run_ahead(void **state) {
+    (void)state;
+    for (int P = 2; P <= 5; P++) {
+        rank_t rk[MAXP];
+        ahead_rank_t a[MAXP];
+        for (int r = 0; r < P; r++)
+            a[r] = (ahead_rank_t){.rk = &rk[r]};
+        run_threads(P, rk, ahead_main, a, sizeof(a[0]));
+        for (int r = 0; r < P; r++) {
+            assert_int_equal(a[r].calls_failed, 0);
+            assert_int_equal(a[r].wrong, 0);
+            assert_int_equal(a[r].mismatch, HCOMM_ERR_MISMATCH);
+            assert_true(a[r].mismatch_calls <= HCOMM_SHM_LAG + 1);
+            /* a reader of another count copied nothing */
+            for (size_t i = 0; r == P - 1 && i < sizeof(a[r].untouched); i++)
+                assert_int_equal(a[r].untouched[i], 0x5a);
+        }
+    }
+}
+
 static void test_2_ranks(void **state) {
     (void)state;
     run_ranks(2);
@@ -633,9 +740,9 @@ static void test_8_ranks(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_mismatch), cmocka_unit_test(test_gpu_agreement),
-        cmocka_unit_test(test_2_ranks),  cmocka_unit_test(test_3_ranks),
-        cmocka_unit_test(test_4_ranks),  cmocka_unit_test(test_5_ranks),
-        cmocka_unit_test(test_8_ranks)};
+        cmocka_unit_test(test_mismatch),  cmocka_unit_test(test_gpu_agreement),
+        cmocka_unit_test(test_run_ahead), cmocka_unit_test(test_2_ranks),
+        cmocka_unit_test(test_3_ranks),   cmocka_unit_test(test_4_ranks),
+        cmocka_unit_test(test_5_ranks),   cmocka_unit_test(test_8_ranks)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
