@@ -83,6 +83,10 @@ static const cfg_entry_t table[HCOMM_CFG_COUNT] = {
      "Device data between processes: auto: UCX carries it where UCX has "
      "CUDA support, else it goes through pinned host buffers, pipelined; 1: "
      "always through pinned host buffers."},
+    {"HCOMM_CUDA_CHUNK_SIZE", CFG_SIZE, "16M", NULL,
+     "HCOMM_CHUNK_SIZE of the plans on a communicator whose every rank's "
+     "UCX carries device memory: fewer, larger messages, each of which costs "
+     "UCX several microseconds on a GPU; at least 4K."},
     {"HCOMM_MEMLOG", CFG_CHOICE, "0", "0|1",
      "1: log on stderr every growth and release of the GPU scratch and "
      "pinned staging pools, with the GPU's free memory."},
@@ -149,6 +153,7 @@ static cfg_value_t values[HCOMM_CFG_COUNT];
  * buys no pipelining, only overhead. */
 static const long long size_min[HCOMM_CFG_COUNT] = {
     [HCOMM_CFG_CHUNK_SIZE] = 4096,
+    [HCOMM_CFG_CUDA_CHUNK_SIZE] = 4096,
 };
 
 static int parse_size(const char *s, long long *out) {

@@ -430,7 +430,7 @@ hcomm_status_t hcomm_ucx_tp_create(MPI_Comm comm, uint16_t comm_id,
     int *world = NULL;
     char *all = NULL;
     size_t slot = 0;
-    int rank, size, inter = 0, i, vals[3];
+    int rank, size, inter = 0, i, vals[4], device_ok;
     hcomm_status_t st = HCOMM_SUCCESS;
 
     if (out == NULL)
@@ -468,13 +468,17 @@ hcomm_status_t hcomm_ucx_tp_create(MPI_Comm comm, uint16_t comm_id,
     vals[0] = (int)st;
     vals[1] = g.addr_len > INT_MAX - 64 ? INT_MAX - 64 : (int)g.addr_len;
     vals[2] = 0; /* does any rank meet a world rank for the first time? */
+    vals[3] = !g.cuda_memory; /* does any rank's UCX lack device memory? */
     if (st == HCOMM_SUCCESS) {
         pthread_mutex_lock(&g.lock);
         for (i = 0; i < size && !vals[2]; i++)
             vals[2] = g.eps[world[i]] == NULL;
         pthread_mutex_unlock(&g.lock);
     }
-    if ((st = ucx_agree(comm, vals, 3)) != HCOMM_SUCCESS) goto out;
+    if ((st = ucx_agree(comm, vals, 4)) != HCOMM_SUCCESS) goto out;
+    /* Every rank alike, as the plans' chunk size that depends on it must
+     * be (api.c). */
+    device_ok = !vals[3];
     if (!vals[2]) { /* all endpoints exist everywhere: no exchange */
         pthread_mutex_lock(&g.lock);
         for (i = 0; i < size; i++)
@@ -522,7 +526,7 @@ ready:
     tp->priv = c;
     tp->rank = rank;
     tp->size = size;
-    tp->device_ok = g.cuda_memory;
+    tp->device_ok = device_ok;
     *out = tp;
     tp = NULL;
     c = NULL;

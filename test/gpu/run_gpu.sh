@@ -4,7 +4,7 @@
 #
 #   test/gpu/run_gpu.sh [build] [kernels] [ipc] [nodes] [kill] [quick]
 #                       [preload] [regperf] [test] [smoke] [perf] [ipcperf]
-#                       [python]
+#                       [latency] [ucxchunk] [python]
 #               (no argument: build kernels ipc nodes kill test perf ipcperf
 #               regperf python)
 #
@@ -243,6 +243,34 @@ if has regperf; then
     done
     mps_off
     grep -vE "^\$|^\(exit" "$out/regperf.log" | grep -E "^ +[0-9]|hcomm_perf:"
+fi
+
+if has latency; then
+    note "small calls on the CUDA IPC path: blocking and stream-ordered"
+    mps_on
+    p="$b/perf/hcomm_perf -D cuda allreduce -b 8 -e 64K -f 8 -n 200 -w 20"
+    for n in 2 4; do
+        mpi latency.log $n $p
+        mpi latency.log $n $p -S
+    done
+    mps_off
+    grep -vE "^\$|^\(exit" "$out/latency.log" | grep -E "^ +[0-9]|hcomm_perf:"
+fi
+
+if has ucxchunk; then
+    note "the plans over UCX with CUDA: HCOMM_CUDA_CHUNK_SIZE"
+    mps_on
+    p="$b/perf/hcomm_perf -D cuda allreduce -b 1M -e 256M -f 4 -n 10 -w 3"
+    for n in 2 4; do
+        HCOMM_CUDA_IPC=0 mpi ucxchunk.log $n $p -e 64M
+        for cs in 1M 4M 64M; do
+            HCOMM_CUDA_IPC=0 mpi ucxchunk.log $n -x HCOMM_CUDA_CHUNK_SIZE=$cs \
+                $p --hcomm-only
+        done
+        HCOMM_CUDA_IPC=0 mpi ucxchunk.log $n $p --hcomm-only
+    done
+    mps_off
+    grep -vE "^\$|^\(exit" "$out/ucxchunk.log" | grep -E "^ +[0-9]|hcomm_perf:|^\\$"
 fi
 
 if has python; then
