@@ -3,6 +3,7 @@
  * per call, the bytes each rank sends, and the ratio to MPI.
  *   mpirun -np N perf/bench_compress [-e max_bytes] [-n iterations]
  * (max_bytes as 67108864 or 64M; from 64 KiB up by 4x) */
+#include "core/size_parse.h"
 #include "hcomm.h"
 
 #include <mpi.h>
@@ -62,13 +63,11 @@ int main(int argc, char **argv) {
     int iters = 20, opt, rank, n;
     MPI_Init(&argc, &argv);
     while ((opt = getopt(argc, argv, "e:n:")) != -1) {
-        if (opt == 'e') { /* bytes, or with K, M, G ("64M") */
-            char *end;
-            max_bytes = strtoull(optarg, &end, 10);
-            max_bytes <<= *end == 'K'   ? 10
-                          : *end == 'M' ? 20
-                          : *end == 'G' ? 30
-                                        : 0;
+        if (opt == 'e' && hcomm_parse_size(optarg, &max_bytes)) {
+            fprintf(stderr, "hcomm_bench_compress: -e %s is not a size\n",
+                    optarg);
+            MPI_Finalize();
+            return 2;
         }
         if (opt == 'n') iters = atoi(optarg);
     }

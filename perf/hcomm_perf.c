@@ -24,6 +24,7 @@
  */
 #define _POSIX_C_SOURCE 200809L
 
+#include "core/size_parse.h"
 #include "perf.h"
 
 #include <errno.h>
@@ -224,39 +225,6 @@ static void print_usage(FILE *f) {
         f);
 }
 
-/* "64M" and the like; a bare number is bytes. Rejects signs, which strtoull
- * would accept and negate. */
-static int parse_size(const char *s, size_t *out) {
-    char *end;
-    unsigned shift = 0;
-    if (*s < '0' || *s > '9') return -1;
-    errno = 0;
-    const unsigned long long v = strtoull(s, &end, 10);
-    if (errno != 0) return -1;
-    switch (*end) {
-    case 'k':
-    case 'K':
-        shift = 10;
-        end++;
-        break;
-    case 'm':
-    case 'M':
-        shift = 20;
-        end++;
-        break;
-    case 'g':
-    case 'G':
-        shift = 30;
-        end++;
-        break;
-    default:
-        break;
-    }
-    if (*end != '\0' || v > (SIZE_MAX >> shift)) return -1;
-    *out = (size_t)v << shift;
-    return 0;
-}
-
 static int parse_int(const char *s, long lo, long hi, int *out) {
     char *end;
     errno = 0;
@@ -307,7 +275,7 @@ static int bad_value(const opt_spec_t *spec, const char *v, char *err) {
 static int set_step(perf_opts_t *o, int id, const char *v) {
     int factor;
     if (id == OPT_STEPBYTES) /* the later of -f and -i wins */
-        return parse_size(v, &o->stepbytes) || o->stepbytes == 0 ? -1 : 0;
+        return hcomm_parse_size(v, &o->stepbytes) || o->stepbytes == 0 ? -1 : 0;
     if (parse_int(v, 2, INT_MAX, &factor) != 0) return -1;
     o->stepfactor = (size_t)factor;
     o->stepbytes = 0;
@@ -319,9 +287,9 @@ static int apply_value(perf_opts_t *o, int id, const char *v) {
     int x;
     switch (id) {
     case OPT_MINBYTES:
-        return parse_size(v, &o->minbytes);
+        return hcomm_parse_size(v, &o->minbytes);
     case OPT_MAXBYTES:
-        return parse_size(v, &o->maxbytes);
+        return hcomm_parse_size(v, &o->maxbytes);
     case OPT_STEPFACTOR:
     case OPT_STEPBYTES:
         return set_step(o, id, v);

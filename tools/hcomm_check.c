@@ -18,6 +18,7 @@
 #include "core/comm.h"
 #include "core/config.h"
 #include "core/gpu.h"
+#include "core/size_parse.h"
 #include "hcomm_check.h"
 #include "shm_tp/shm.h"
 #include "topo/topo.h"
@@ -150,18 +151,10 @@ static int compare(int v, const char *mine) {
     return differ;
 }
 
+/* Bytes to check with: 1 to 16 GiB. */
 static int parse_size(const char *s, size_t *out) {
-    char *end;
-    unsigned long long v = strtoull(s, &end, 10);
-    unsigned shift = 0;
-    if (*end == 'K' || *end == 'k') shift = 10;
-    if (*end == 'M' || *end == 'm') shift = 20;
-    if (*end == 'G' || *end == 'g') shift = 30;
-    end += shift != 0;
-    if (end == s || *end || s[0] == '-' || v == 0 || v > (1ull << 34) >> shift)
-        return -1;
-    *out = (size_t)(v << shift);
-    return 0;
+    return hcomm_parse_size(s, out) || *out == 0 || *out > (size_t)1 << 34 ? -1
+                                                                           : 0;
 }
 
 static int parse_args(int argc, char **argv, check_opts_t *o) {

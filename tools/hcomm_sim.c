@@ -8,6 +8,7 @@
  * The table goes to stdout; --json writes one object per row instead. */
 #define _POSIX_C_SOURCE 200809L
 
+#include "core/size_parse.h"
 #include "hcomm_sim_cli.h"
 
 #include <errno.h>
@@ -49,22 +50,6 @@ static void usage(FILE *f) {
         "MiB per rank over each level, the critical path (steps, messages\n"
         "node/nic/switch, share of its time in messages), the symmetry used\n"
         "and the ranks simulated. '*' marks the fastest per size.\n");
-}
-
-int hcomm_sim_parse_size(const char *s, size_t *out) {
-    char *end;
-    if (*s < '0' || *s > '9') return -1;
-    errno = 0;
-    unsigned long long v = strtoull(s, &end, 10);
-    unsigned shift = 0;
-    if (errno) return -1;
-    if (*end == 'k' || *end == 'K') shift = 10;
-    if (*end == 'm' || *end == 'M') shift = 20;
-    if (*end == 'g' || *end == 'G') shift = 30;
-    if (shift) end++;
-    if (*end || v > (~0ull >> shift)) return -1;
-    *out = (size_t)(v << shift);
-    return 0;
 }
 
 static int parse_double(const char *s, double *out) {
@@ -178,7 +163,7 @@ int main(int argc, char **argv) {
             break;
         case 'b':
         case 'e':
-            if (hcomm_sim_parse_size(optarg, &z)) goto bad;
+            if (hcomm_parse_size(optarg, &z)) goto bad;
             *(c == 'b' ? &o.minbytes : &o.maxbytes) = z;
             break;
         case 'f':
@@ -210,7 +195,7 @@ int main(int argc, char **argv) {
             o.no_symmetry = 1;
             break;
         case O_MAXSTEPS:
-            if (hcomm_sim_parse_size(optarg, &z)) goto bad;
+            if (hcomm_parse_size(optarg, &z)) goto bad;
             o.max_steps = z;
             break;
         case O_SELECT:
@@ -229,7 +214,7 @@ int main(int argc, char **argv) {
         default:
             if (c < O_LAT0 || c > O_CHUNK) goto bad;
             if (c == O_EAGER || c == O_CHUNK) {
-                if (hcomm_sim_parse_size(optarg, &z)) goto bad;
+                if (hcomm_parse_size(optarg, &z)) goto bad;
                 v = (double)z;
             } else if (parse_double(optarg, &v)) {
                 goto bad;

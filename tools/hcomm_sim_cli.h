@@ -17,7 +17,6 @@ typedef struct {
     uint64_t max_steps;
 } hcomm_sim_opts_t;
 
-int hcomm_sim_parse_size(const char *s, size_t *out);
 int hcomm_sim_dtype_by_name(const char *name, hcomm_dtype_t *out);
 int hcomm_sim_coll_by_name(const char *name, hcomm_coll_t *out);
 /* Runs every size x algorithm (x node count with a sweep); 0 on success. */

@@ -1,5 +1,6 @@
 /* HCOMM_MPI_INTERCEPT: the collectives libhcomm_mpi.so takes, and sizes. */
 #include "compat_mpi/intercept_parse.h"
+#include "core/size_parse.h"
 
 #include <errno.h>
 #include <stdint.h>
@@ -13,39 +14,13 @@
  * windows nobody asked for. */
 static int parse_bytes(const char *s, const char **end, size_t *out, char *why,
                        size_t len) {
-    if (*s < '0' || *s > '9') { /* strtoull takes "-1" and " 1" */
+    int st = hcomm_parse_size_at(s, end, out);
+    if (st == -1)
         snprintf(why, len, "'%.32s' is not a size in bytes", s);
-        return -1;
-    }
-    char *e;
-    errno = 0;
-    unsigned long long v = strtoull(s, &e, 10);
-    int shift = 0;
-    switch (*e) {
-    case 'K':
-    case 'k':
-        shift = 10;
-        break;
-    case 'M':
-    case 'm':
-        shift = 20;
-        break;
-    case 'G':
-    case 'g':
-        shift = 30;
-        break;
-    default:
-        break;
-    }
-    if (errno == ERANGE || v > (unsigned long long)(SIZE_MAX >> shift)) {
-        int shown = (int)(e - s) + (shift != 0);
+    else if (st == -2)
         snprintf(why, len, "size %.*s is more than 2^64 - 1 bytes",
-                 shown > 32 ? 32 : shown, s);
-        return -1;
-    }
-    *out = (size_t)v << shift;
-    *end = e + (shift != 0);
-    return 0;
+                 *end - s > 32 ? 32 : (int)(*end - s), s);
+    return st ? -1 : 0;
 }
 
 static int names_match(const char *t, const char *name) {

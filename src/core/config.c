@@ -1,5 +1,6 @@
 /* The configuration table and its parser. */
 #include "core/config.h"
+#include "core/size_parse.h"
 #include "core/log.h"
 
 #include <ctype.h>
@@ -157,30 +158,9 @@ static const long long size_min[HCOMM_CFG_COUNT] = {
 };
 
 static int parse_size(const char *s, long long *out) {
-    char *end;
-    errno = 0;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (end == s || errno || s[0] == '-') return -1;
-    unsigned long long mult = 1;
-    switch (toupper((unsigned char)*end)) {
-    case 'K':
-        mult = 1ull << 10;
-        end++;
-        break;
-    case 'M':
-        mult = 1ull << 20;
-        end++;
-        break;
-    case 'G':
-        mult = 1ull << 30;
-        end++;
-        break;
-    default:
-        break;
-    }
-    if (toupper((unsigned char)*end) == 'B') end++;
-    if (*end != '\0' || v > (unsigned long long)LLONG_MAX / mult) return -1;
-    *out = (long long)(v * mult);
+    size_t v;
+    if (hcomm_parse_size(s, &v) || v > (size_t)LLONG_MAX) return -1;
+    *out = (long long)v;
     return 0;
 }
 

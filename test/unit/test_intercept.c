@@ -41,6 +41,8 @@ static void test_lists(void **state) {
     assert_int_equal(r.mask, 3);
     assert_true(r.min[0] == 32768 && r.max[0] == SIZE_MAX);
     assert_true(r.min[1] == 512 && r.max[1] == 1048576);
+    assert_int_equal(parse("allreduce:4KB", &r), 0); /* as HCOMM_* sizes */
+    assert_true(r.min[0] == 4096);
     assert_int_equal(parse("all:1G", &r), 0);
     assert_int_equal(r.mask, 7);
     assert_true(r.min[2] == (size_t)1 << 30);
@@ -70,7 +72,7 @@ static void test_refused(void **state) {
             "size 99999999999999999999999M is more than 2^64 - 1 bytes");
     refused("allreduce:-1", "'-1' is not a size in bytes");
     refused("allreduce:", "'' is not a size in bytes");
-    refused("allreduce:4KB", "'B' after a size");
+    refused("allreduce:4KiB", "'iB' after a size");
     refused("allreduce:2M-1K",
             "allreduce: the window's end is below its start");
     refused("alltoall", "unknown collective 'alltoall'");
