@@ -152,9 +152,10 @@ if has preload; then
 fi
 
 if has quick; then
-    note "quick: registered and ordinary buffers, two-shot forced, 3 ranks"
+    note "quick: registered and ordinary buffers, two-shot forced, 3 ranks; the plans"
     mps_on
     HCOMM_CUDA_IPC_ALGO=twoshot HCOMM_TEST_GPU_QUICK=1 mpi quick.log 3 "$b/test/gpu/test_cuda_colls"
+    HCOMM_CUDA_IPC=0 HCOMM_TEST_GPU_QUICK=1 mpi quick.log 3 "$b/test/gpu/test_cuda_colls"
     mps_off
     grep -E "passed|FAILED" "$out/quick.log"
 fi
