@@ -1,0 +1,57 @@
+/* For test/multinode/link_down.sh: 1 MiB allreduces back to back for
+ * HCOMM_TEST_LOOP_SECONDS (default 20) or until one fails, while the
+ * script takes a link down. Rank 0 says "link_loop: running" on stderr
+ * once a first call has succeeded; every rank then says how many calls it
+ * made and how its last one ended. A rank whose call failed goes on to
+ * hcomm_finalize and MPI_Finalize like the others (no MPI_Abort, which
+ * would end the ranks still waiting and hide a hang). Exit status: 0 if
+ * every call succeeded, 3 after an HCOMM error. */
+#include "hcomm.h"
+
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+static double now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+int main(int argc, char **argv) {
+    enum { COUNT = 1 << 18 };
+    const char *s = getenv("HCOMM_TEST_LOOP_SECONDS");
+    double seconds = s ? atof(s) : 20.0;
+    int rank;
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    hcomm_comm_t comm = HCOMM_COMM_NULL;
+    hcomm_status_t st = hcomm_init(&argc, &argv);
+    if (st == HCOMM_SUCCESS) st = hcomm_comm_create(MPI_COMM_WORLD, &comm);
+    float *buf = malloc(COUNT * sizeof(float));
+    if (!buf) st = HCOMM_ERR_NO_MEMORY;
+    long calls = 0;
+    double start = now(), end = start;
+    while (st == HCOMM_SUCCESS && now() - start < seconds) {
+        for (int i = 0; i < COUNT; i++)
+            buf[i] = 1.0f;
+        st = hcomm_allreduce(buf, buf, COUNT, HCOMM_FLOAT32, HCOMM_SUM, comm);
+        end = now();
+        if (st == HCOMM_SUCCESS && ++calls == 1 && rank == 0)
+            fprintf(stderr, "link_loop: running\n");
+    }
+    if (st == HCOMM_SUCCESS)
+        fprintf(stderr, "link_loop: rank %d: %ld calls, all succeeded\n",
+                rank, calls);
+    else
+        fprintf(stderr,
+                "link_loop: rank %d: %ld calls, then %s after %.1f s: %s\n",
+                rank, calls, hcomm_strerror(st), end - start,
+                hcomm_last_error());
+    free(buf);
+    if (comm != HCOMM_COMM_NULL) hcomm_comm_free(&comm);
+    hcomm_finalize();
+    MPI_Finalize();
+    return st == HCOMM_SUCCESS ? 0 : 3;
+}
