@@ -42,13 +42,12 @@ int main(int argc, char **argv) {
             fprintf(stderr, "link_loop: running\n");
     }
     if (st == HCOMM_SUCCESS)
-        fprintf(stderr, "link_loop: rank %d: %ld calls, all succeeded\n",
-                rank, calls);
+        fprintf(stderr, "link_loop: rank %d: %ld calls, all succeeded\n", rank,
+                calls);
     else
-        fprintf(stderr,
-                "link_loop: rank %d: %ld calls, then %s after %.1f s: %s\n",
-                rank, calls, hcomm_strerror(st), end - start,
-                hcomm_last_error());
+        fprintf(
+            stderr, "link_loop: rank %d: %ld calls, then %s after %.1f s: %s\n",
+            rank, calls, hcomm_strerror(st), end - start, hcomm_last_error());
     free(buf);
     if (comm != HCOMM_COMM_NULL) hcomm_comm_free(&comm);
     hcomm_finalize();
