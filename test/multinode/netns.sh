@@ -13,66 +13,26 @@
 # HCOMM_SPIN_COUNT=0 makes waiting ranks yield, as on an oversubscribed
 # node.
 set -u
-: "${MPIRUN:=mpirun}"
 : "${top_builddir:=.}"
-here=$(cd "$(dirname "$0")" && pwd)
-
-skip() {
-    echo "SKIP: $*"
-    exit 77
-}
-[ "$(id -u)" = 0 ] || skip "network namespaces need root"
-command -v ip >/dev/null && command -v unshare >/dev/null ||
-    skip "needs ip (iproute2) and unshare"
-$MPIRUN --version 2>&1 | grep -q "Open MPI" || skip "needs Open MPI's rsh launcher"
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-
-# Names and a subnet of this run's own.
-tag=hc$(($$ % 100000))
-net=10.213.$(($$ % 250))
-bridge=${tag}br
-hosts="${tag}n0 ${tag}n1 ${tag}n2"
-
-cleanup() {
-    for h in $hosts; do ip netns del "$h" 2>/dev/null; done
-    ip link del "$bridge" 2>/dev/null
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM
-
-setup() {
-    ip link add "$bridge" type bridge || return 1
-    ip addr add "$net.254/24" dev "$bridge" || return 1
-    ip link set "$bridge" up || return 1
-    i=1
-    for h in $hosts; do
-        ip netns add "$h" || return 1
-        ip link add "${h}v" type veth peer name eth0 netns "$h" || return 1
-        ip link set "${h}v" master "$bridge" up || return 1
-        ip -n "$h" addr add "$net.$i/24" dev eth0 || return 1
-        ip -n "$h" link set eth0 up || return 1
-        ip -n "$h" link set lo up || return 1
-        i=$((i + 1))
-    done
-}
-setup 2>&1 || skip "cannot make network namespaces here"
+. "$(dirname "$0")/hosts.sh"
+hosts_require
+hosts_base=10.21
+hosts_make hc$(($$ % 100000)) 3 1 2>&1 ||
+    hosts_skip "cannot make network namespaces here"
 
 set -- $hosts
 two_by_two="$1:2,$2:2"
 uneven="$1:2,$2:2,$3:1"
 
 log=$(mktemp)
-trap 'cleanup; rm -f "$log"' EXIT
+trap 'hosts_cleanup; rm -f "$log"' EXIT
 passed=0 failed=0
 # run HOSTS RANKS TRANSPORT PROGRAM [ARGS...]
 run() {
     spec=$1 n=$2 t=$3
     shift 3
     echo "== $1: $n ranks on $spec, HCOMM_TRANSPORT=$t"
-    timeout 600 $MPIRUN --host "$spec" -np "$n" --bind-to none \
-        --mca plm_rsh_agent "$here/netns_agent.sh" \
-        --mca oob_tcp_if_include "$net.0/24" \
-        --mca btl_tcp_if_include "$net.0/24" \
+    hosts_mpirun 600 "$spec" "$n" \
         -x UCX_TLS=tcp,self -x UCX_NET_DEVICES=eth0 \
         -x HCOMM_TIMEOUT=60 -x HCOMM_TRANSPORT="$t" -x HCOMM_SPIN_COUNT=0 \
         "$top_builddir/$1" "$@" >"$log" 2>&1
