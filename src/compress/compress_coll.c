@@ -272,6 +272,8 @@ static hcomm_status_t measure_auto(hcomm_comm_impl_t *c, unsigned cls,
         st = hcomm_allreduce(t, worst, 2, HCOMM_FLOAT64, HCOMM_MAX, c->handle);
     if (st != HCOMM_SUCCESS) return st;
     int bf16 = worst[0] < 0.8 * worst[1];
+    c->compress_us[cls][0] = (float)worst[0];
+    c->compress_us[cls][1] = (float)worst[1];
     c->compress_pick[cls] =
         (uint8_t)(1 + (bf16 ? HCOMM_COMPRESS_BF16 : HCOMM_COMPRESS_NONE));
     HCOMM_LOG(HCOMM_LOG_INFO,

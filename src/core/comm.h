@@ -63,6 +63,7 @@ typedef struct hcomm_comm_impl {
     /* hcomm_allreduce_ex with HCOMM_COMPRESS_AUTO: per power-of-two size,
      * 0 until measured, then 1 + the scheme picked. */
     uint8_t compress_pick[64];
+    float compress_us[64][2]; /* what it measured: bf16, uncompressed */
     uint64_t uses;
     int inflight; /* requests started and not yet completed */
     hcomm_plan_slot_t plans[HCOMM_PLAN_CACHE_SIZE];
