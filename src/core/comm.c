@@ -114,6 +114,34 @@ static hcomm_status_t make_transport(hcomm_comm_impl_t *c, int ucx_everywhere) {
     return hcomm_mpi_tp_create(c->mpi_comm, &c->tp);
 }
 
+/* Each rank's rank in MPI_COMM_WORLD; NULL where they are the same (or
+ * MPI cannot say: the messages then name this communicator's ranks only). */
+static int *world_ranks(MPI_Comm comm, int size) {
+    int wsize = 0, same = 1;
+    MPI_Group group = MPI_GROUP_NULL, world = MPI_GROUP_NULL;
+    int *in = malloc(2 * (size_t)size * sizeof(int)), *out = in + size;
+    if (in) {
+        for (int i = 0; i < size; i++)
+            in[i] = i;
+        if (PMPI_Comm_size(MPI_COMM_WORLD, &wsize) != MPI_SUCCESS ||
+            PMPI_Comm_group(comm, &group) != MPI_SUCCESS ||
+            PMPI_Comm_group(MPI_COMM_WORLD, &world) != MPI_SUCCESS ||
+            PMPI_Group_translate_ranks(group, size, in, world, out) !=
+                MPI_SUCCESS)
+            wsize = -1;
+    }
+    if (group != MPI_GROUP_NULL) PMPI_Group_free(&group);
+    if (world != MPI_GROUP_NULL) PMPI_Group_free(&world);
+    for (int i = 0; in && wsize == size && i < size; i++)
+        same &= out[i] == i;
+    if (!in || wsize < 0 || (wsize == size && same)) {
+        free(in);
+        return NULL;
+    }
+    memmove(in, out, (size_t)size * sizeof(int));
+    return in;
+}
+
 static hcomm_status_t create_from(MPI_Comm parent, hcomm_comm_t *out) {
     hcomm_comm_impl_t *c = calloc(1, sizeof(*c));
     hcomm_status_t st = HCOMM_ERR_NO_MEMORY;
@@ -128,6 +156,7 @@ static hcomm_status_t create_from(MPI_Comm parent, hcomm_comm_t *out) {
     PMPI_Comm_set_errhandler(c->mpi_comm, MPI_ERRORS_RETURN);
     PMPI_Comm_rank(c->mpi_comm, &c->rank);
     PMPI_Comm_size(c->mpi_comm, &c->size);
+    c->world = world_ranks(c->mpi_comm, c->size);
     st = agree_on_id(c->mpi_comm, &c->id, &ucx_everywhere);
     if (st != HCOMM_SUCCESS) goto fail;
     have_id = 1;
@@ -153,6 +182,7 @@ fail:
         hcomm_topo_free(c->topo);
         if (have_id) release_id(c->id);
         if (c->mpi_comm != MPI_COMM_NULL) PMPI_Comm_free(&c->mpi_comm);
+        free(c->world);
         free(c);
     }
     return st;
@@ -234,6 +264,7 @@ static void destroy(hcomm_comm_impl_t *c) {
     table[c->id] = NULL;
     release_id(c->id);
     PMPI_Comm_free(&c->mpi_comm);
+    free(c->world);
     free(c);
 }
 

@@ -30,6 +30,9 @@ struct hcomm_ipc_region;
 typedef struct hcomm_comm_impl {
     MPI_Comm mpi_comm; /* private duplicate: bootstrap and splits */
     int rank, size;
+    /* MPI_COMM_WORLD's rank of each rank, for messages; NULL on the world
+     * itself (or a copy of it). */
+    int *world;
     uint16_t id;
     uint32_t seq; /* next collective's sequence number */
     hcomm_tp_t *tp;

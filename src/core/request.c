@@ -164,6 +164,24 @@ static void release(struct hcomm_request *req) {
     list_remove(req);
 }
 
+/* Where the ranks a message names are in MPI_COMM_WORLD, on a communicator
+ * of its own ranks (a split, or a hierarchical call's node or rail): all of
+ * them up to 16 ranks, else this rank's. */
+static void world_names(const hcomm_comm_impl_t *c, char *out, size_t len) {
+    if (!c->world) return;
+    if (c->size > 16) {
+        snprintf(out, len, " (rank %d is MPI_COMM_WORLD's %d)", c->rank,
+                 c->world[c->rank]);
+        return;
+    }
+    size_t used = (size_t)snprintf(
+        out, len, " (ranks 0 to %d are MPI_COMM_WORLD's", c->size - 1);
+    for (int i = 0; i < c->size && used < len; i++)
+        used += (size_t)snprintf(out + used, len - used, "%s %d", i ? "," : "",
+                                 c->world[i]);
+    if (used < len) snprintf(out + used, len - used, ")");
+}
+
 /* Fails req with st, saying why (how long it waited, and for what); 0
  * (nothing done) while another thread is advancing it, which must not see
  * its state change under it. The communicator is broken from then on. */
@@ -184,11 +202,13 @@ static int fail_waiting(struct hcomm_request *req, hcomm_status_t st,
     req->told = 1;
     set_status(req, st);
     c->broken = st;
+    char world[192] = "";
+    world_names(c, world, sizeof(world));
     hcomm_error(st,
                 "%s (sequence %u, %zu bytes) on communicator %u, rank %d of "
-                "%d, %s after %.1f s waiting for: %s",
+                "%d, %s after %.1f s waiting for: %s%s",
                 hcomm_coll_name(req->coll), request_seq(req), req->bytes,
-                (unsigned)c->id, c->rank, c->size, why, waited, what);
+                (unsigned)c->id, c->rank, c->size, why, waited, what, world);
     if (req->active) atomic_flag_clear(&req->busy);
     if (st == HCOMM_ERR_TIMEOUT) hcomm_flight_dump("timeout");
     return 1;

@@ -46,14 +46,15 @@ static const char *my_recorder(void) {
     return path;
 }
 
-/* The last rank stays away; the others time out. */
+/* The last rank stays away; the others time out. Ranks in reverse order,
+ * so that the message must say where they are in MPI_COMM_WORLD. */
 static void absent_rank(hcomm_comm_t parent, const char *path) {
     hcomm_comm_t c;
     const double limit = 2.0;
     int in[1000] = {0}, out[1000];
-    CHECK_OK(hcomm_comm_dup(parent, &c));
+    CHECK_OK(hcomm_comm_split(parent, 0, nranks - 1 - rank, &c));
     CHECK_OK(hcomm_comm_set_timeout(c, limit));
-    if (rank != nranks - 1) {
+    if (rank != 0) { /* the last of c */
         double t0 = now();
         hcomm_status_t st =
             hcomm_allreduce(in, out, 1000, HCOMM_INT32, HCOMM_SUM, c);
@@ -72,6 +73,15 @@ static void absent_rank(hcomm_comm_t parent, const char *path) {
                   strstr(msg, strcmp(path, "plans") ? want : "from rank"),
               "%s: the message names call, size and whom it waits for: %s",
               path, msg);
+        char world[256];
+        int used = snprintf(world, sizeof(world),
+                            "(ranks 0 to %d are MPI_COMM_WORLD's", nranks - 1);
+        for (int i = 0; i < nranks && nranks <= 16; i++)
+            used += snprintf(world + used, sizeof(world) - (size_t)used,
+                             "%s %d", i ? "," : "", nranks - 1 - i);
+        CHECK(nranks > 16 || strstr(msg, world),
+              "%s: the message says where the ranks are (%s): %s", path, world,
+              msg);
         CHECK(file_has(my_recorder(), "allreduce", "RUNNING"),
               "%s: %s records the running call", path, my_recorder());
         t0 = now();
