@@ -119,8 +119,9 @@ static hcomm_status_t make_transport(hcomm_comm_impl_t *c, int ucx_everywhere) {
 static int *world_ranks(MPI_Comm comm, int size) {
     int wsize = 0, same = 1;
     MPI_Group group = MPI_GROUP_NULL, world = MPI_GROUP_NULL;
-    int *in = malloc(2 * (size_t)size * sizeof(int)), *out = in + size;
+    int *in = malloc(2 * (size_t)size * sizeof(int)), *out = NULL;
     if (in) {
+        out = in + size;
         for (int i = 0; i < size; i++)
             in[i] = i;
         if (PMPI_Comm_size(MPI_COMM_WORLD, &wsize) != MPI_SUCCESS ||
