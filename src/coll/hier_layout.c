@@ -33,3 +33,21 @@ hcomm_status_t hcomm_hier_layout_make(const hcomm_plan_args_t *a,
     }
     return HCOMM_SUCCESS;
 }
+
+void hcomm_hier_chain(const hcomm_hier_layout_t *l, int head, int rank,
+                      int *pos, int *prev, int *next) {
+    *pos = 0;
+    *prev = *next = -1;
+    for (int i = 0, p = 1; i < l->m; i++) {
+        if (l->local[i] == head) continue;
+        if (l->local[i] == rank) *pos = p;
+        p++;
+    }
+    for (int i = 0, p = 1; i < l->m; i++) {
+        if (l->local[i] == head) continue;
+        if (p == *pos - 1) *prev = l->local[i];
+        if (p == *pos + 1) *next = l->local[i];
+        p++;
+    }
+    if (*pos == 1) *prev = head;
+}

@@ -17,6 +17,12 @@ hcomm_status_t hcomm_hier_layout_make(const hcomm_plan_args_t *a,
                                       hcomm_hier_layout_t *l);
 void hcomm_hier_layout_free(hcomm_hier_layout_t *l);
 
+/* The chain a broadcast runs inside this rank's node: head, then the
+ * node's other ranks ascending. rank's place in it (*pos, 0 for the head)
+ * and its neighbours there (*prev, *next; -1 for none). */
+void hcomm_hier_chain(const hcomm_hier_layout_t *l, int head, int rank,
+                      int *pos, int *prev, int *next);
+
 /* Tags of a pipelined hierarchical plan: a stage and a chunk (16 bits kept
  * by transports: they wrap past 65536 stage-chunks, so plans must post
  * messages with one tag between two ranks in the same order on both). */

@@ -87,19 +87,8 @@ hcomm_status_t hcomm_bcast_hierarchical_tree(const hcomm_plan_args_t *args,
     int v = (l.node - rnode + N) % N;
     /* The chain inside a node: its head, then its other ranks ascending. */
     int head = l.node == rnode ? root : l.leader[l.node];
-    int pos = 0, prev = -1, next = -1;
-    for (int i = 0, p = 1; i < l.m; i++) {
-        if (l.local[i] == head) continue;
-        if (l.local[i] == args->rank) pos = p;
-        p++;
-    }
-    for (int i = 0, p = 1; i < l.m; i++) {
-        if (l.local[i] == head) continue;
-        if (p == pos - 1) prev = l.local[i];
-        if (p == pos + 1) next = l.local[i];
-        p++;
-    }
-    if (pos == 1) prev = head;
+    int pos, prev, next;
+    hcomm_hier_chain(&l, head, args->rank, &pos, &prev, &next);
     links_t tk[2] = {links(0, v, N), links(1, v, N)};
     size_t chunk = hcomm_chunk_elems(args), count = args->count;
     size_t nchunks = (count + chunk - 1) / chunk;
