@@ -21,10 +21,7 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 out=${OUT:-$PWD/netns-links-out}
 mkdir -p "$out"
 . "$here/test/multinode/hosts.sh"
-hosts_require
-hosts_base=10.23
-hosts_make hl$(($$ % 100000)) 2 2 "$rate0" "$rate1" ||
-    { echo "cannot make shaped namespaces here" >&2; exit 77; }
+hosts_start 10.23 hl$(($$ % 100000)) 2 2 "$rate0" "$rate1"
 set -- $hosts
 ppn=${NETNS_RANKS_PER_HOST:-2}
 spec="$1:$ppn,$2:$ppn"

@@ -114,33 +114,41 @@ static hcomm_status_t make_transport(hcomm_comm_impl_t *c, int ucx_everywhere) {
     return hcomm_mpi_tp_create(c->mpi_comm, &c->tp);
 }
 
-/* Each rank's rank in MPI_COMM_WORLD; NULL where they are the same (or
- * MPI cannot say: the messages then name this communicator's ranks only). */
-static int *world_ranks(MPI_Comm comm, int size) {
-    int wsize = 0, same = 1;
-    MPI_Group group = MPI_GROUP_NULL, world = MPI_GROUP_NULL;
-    int *in = malloc(2 * (size_t)size * sizeof(int)), *out = NULL;
-    if (in) {
-        out = in + size;
-        for (int i = 0; i < size; i++)
-            in[i] = i;
-        if (PMPI_Comm_size(MPI_COMM_WORLD, &wsize) != MPI_SUCCESS ||
-            PMPI_Comm_group(comm, &group) != MPI_SUCCESS ||
-            PMPI_Comm_group(MPI_COMM_WORLD, &world) != MPI_SUCCESS ||
-            PMPI_Group_translate_ranks(group, size, in, world, out) !=
-                MPI_SUCCESS)
-            wsize = -1;
-    }
+hcomm_status_t hcomm_world_ranks(MPI_Comm comm, int size, int *world) {
+    int *in = world + size;
+    MPI_Group group = MPI_GROUP_NULL, wgroup = MPI_GROUP_NULL;
+    hcomm_status_t st = HCOMM_SUCCESS;
+    for (int i = 0; i < size; i++)
+        in[i] = i;
+    if (PMPI_Comm_group(comm, &group) != MPI_SUCCESS ||
+        PMPI_Comm_group(MPI_COMM_WORLD, &wgroup) != MPI_SUCCESS ||
+        PMPI_Group_translate_ranks(group, size, in, wgroup, world) !=
+            MPI_SUCCESS)
+        st = hcomm_error(HCOMM_ERR_TRANSPORT,
+                         "translating a communicator's ranks to "
+                         "MPI_COMM_WORLD's failed");
     if (group != MPI_GROUP_NULL) PMPI_Group_free(&group);
-    if (world != MPI_GROUP_NULL) PMPI_Group_free(&world);
-    for (int i = 0; in && wsize == size && i < size; i++)
-        same &= out[i] == i;
-    if (!in || wsize < 0 || (wsize == size && same)) {
-        free(in);
+    if (wgroup != MPI_GROUP_NULL) PMPI_Group_free(&wgroup);
+    return st;
+}
+
+/* c->world: NULL where the ranks are MPI_COMM_WORLD's in order (or MPI
+ * cannot say: the messages then name this communicator's ranks only). */
+static int *world_map(MPI_Comm comm, int size) {
+    int wsize = 0, same = 1;
+    int *world = malloc(2 * (size_t)size * sizeof(int));
+    if (!world || PMPI_Comm_size(MPI_COMM_WORLD, &wsize) != MPI_SUCCESS ||
+        hcomm_world_ranks(comm, size, world) != HCOMM_SUCCESS) {
+        free(world);
         return NULL;
     }
-    memmove(in, out, (size_t)size * sizeof(int));
-    return in;
+    for (int i = 0; i < size; i++)
+        same &= world[i] == i;
+    if (same && wsize == size) {
+        free(world);
+        return NULL;
+    }
+    return world;
 }
 
 static hcomm_status_t create_from(MPI_Comm parent, hcomm_comm_t *out) {
@@ -157,7 +165,7 @@ static hcomm_status_t create_from(MPI_Comm parent, hcomm_comm_t *out) {
     PMPI_Comm_set_errhandler(c->mpi_comm, MPI_ERRORS_RETURN);
     PMPI_Comm_rank(c->mpi_comm, &c->rank);
     PMPI_Comm_size(c->mpi_comm, &c->size);
-    c->world = world_ranks(c->mpi_comm, c->size);
+    c->world = world_map(c->mpi_comm, c->size);
     st = agree_on_id(c->mpi_comm, &c->id, &ucx_everywhere);
     if (st != HCOMM_SUCCESS) goto fail;
     have_id = 1;

@@ -77,6 +77,11 @@ typedef struct hcomm_comm_impl {
  * freed or made-up handles. */
 hcomm_status_t hcomm_comm_lookup(hcomm_comm_t handle, hcomm_comm_impl_t **out);
 
+/* The MPI_COMM_WORLD rank of each of comm's size ranks, into world[size]
+ * (MPI_UNDEFINED for one outside it); world has room for 2 * size ints,
+ * the second half scratch. */
+hcomm_status_t hcomm_world_ranks(MPI_Comm comm, int size, int *world);
+
 /* A plan for args on this communicator, from the cache or built; release
  * it with hcomm_comm_plan_put. */
 hcomm_status_t hcomm_comm_plan_get(hcomm_comm_impl_t *c,

@@ -7,6 +7,7 @@
 
 #include "ucx_tp/ucx_tp.h"
 #include "ucx_tp/ucx_tag.h"
+#include "core/comm.h"
 #include "core/config.h"
 #include "core/log.h"
 
@@ -338,37 +339,15 @@ static hcomm_status_t ucx_agree(MPI_Comm comm, int *vals, int n) {
     return (hcomm_status_t)vals[0];
 }
 
-/* Translates the ranks of comm to MPI_COMM_WORLD ranks into world[size];
- * world has room for 2 * size ints (the second half is scratch). */
+/* hcomm_world_ranks, each of them one of this process's endpoint slots. */
 static hcomm_status_t ucx_world_ranks(MPI_Comm comm, int size, int *world) {
-    int *in = world + size;
-    MPI_Group grp = MPI_GROUP_NULL, wgrp = MPI_GROUP_NULL;
-    hcomm_status_t st = HCOMM_SUCCESS;
-    int i;
-
-    if (PMPI_Comm_group(comm, &grp) != MPI_SUCCESS ||
-        PMPI_Comm_group(MPI_COMM_WORLD, &wgrp) != MPI_SUCCESS) {
-        st = hcomm_error(HCOMM_ERR_TRANSPORT, "ucx: PMPI_Comm_group failed");
-        goto out;
-    }
-    for (i = 0; i < size; i++)
-        in[i] = i;
-    if (PMPI_Group_translate_ranks(grp, size, in, wgrp, world) != MPI_SUCCESS) {
-        st = hcomm_error(HCOMM_ERR_TRANSPORT,
-                         "ucx: PMPI_Group_translate_ranks failed");
-        goto out;
-    }
-    for (i = 0; i < size; i++)
-        if (world[i] == MPI_UNDEFINED || world[i] < 0 || world[i] >= g.neps) {
+    hcomm_status_t st = hcomm_world_ranks(comm, size, world);
+    for (int i = 0; st == HCOMM_SUCCESS && i < size; i++)
+        if (world[i] == MPI_UNDEFINED || world[i] < 0 || world[i] >= g.neps)
             st = hcomm_error(HCOMM_ERR_UNSUPPORTED,
                              "ucx: rank %d of the communicator is not in "
                              "MPI_COMM_WORLD",
                              i);
-            goto out;
-        }
-out:
-    if (grp != MPI_GROUP_NULL) PMPI_Group_free(&grp);
-    if (wgrp != MPI_GROUP_NULL) PMPI_Group_free(&wgrp);
     return st;
 }
 

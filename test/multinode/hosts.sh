@@ -4,6 +4,8 @@
 # bridge per link, so that MPI sees separate hosts and UCX talks TCP
 # between them.
 #
+#   hosts_start BASE TAG N LINKS [RATE0 RATE1 ...]
+#       hosts_require, then hosts_make with hosts_base=BASE, or skip
 #   hosts_require               exit 77 (skip) where they cannot be made
 #   hosts_make TAG N LINKS [RATE0 RATE1 ...]
 #       hosts ${TAG}n0 .. n(N-1) in $hosts, each with eth0 .. eth(LINKS-1);
@@ -81,6 +83,13 @@ hosts_make() {
         done
         _hl=$((_hl + 1))
     done
+}
+
+hosts_start() {
+    hosts_require
+    hosts_base=$1
+    shift
+    hosts_make "$@" 2>&1 || hosts_skip "cannot make network namespaces here"
 }
 
 hosts_mpirun() {

@@ -9,10 +9,7 @@
 set -u
 : "${top_builddir:=.}"
 . "$(dirname "$0")/hosts.sh"
-hosts_require
-hosts_base=10.22
-hosts_make hd$(($$ % 100000)) 2 2 2>&1 ||
-    hosts_skip "cannot make network namespaces here"
+hosts_start 10.22 hd$(($$ % 100000)) 2 2
 log=$(mktemp)
 trap 'hosts_cleanup; rm -f "$log"' EXIT
 set -- $hosts
