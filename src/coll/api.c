@@ -30,6 +30,9 @@ typedef struct {
     void *stream;
     /* variable-count collectives; count is then what check.c compares */
     const hcomm_vspec_t *v;
+    /* its flight recorder entry, when a part of it ran already (an
+     * alltoallv the segment declined): the plan's request takes it on */
+    uint64_t flight_call;
 } call_t;
 
 /* Where a call's buffers live. */
@@ -266,8 +269,10 @@ static void track_request(struct hcomm_request *req, const call_t *k,
                           hcomm_prof_call_t *pc, const char *algo,
                           const char *transport) {
     req->bytes = k->count * hcomm_dtype_size(k->dtype);
-    req->flight_call = hcomm_flight_begin(&c->flight, k->coll, k->dtype,
-                                          k->count, k->root, seq);
+    req->flight_call = k->flight_call
+                           ? k->flight_call
+                           : hcomm_flight_begin(&c->flight, k->coll, k->dtype,
+                                                k->count, k->root, seq);
     if (!pc) return;
     pc->algo = algo;
     pc->transport = transport;
@@ -332,6 +337,33 @@ static hcomm_status_t run_direct(const call_t *k, hcomm_comm_impl_t *c,
     if (!out) return hcomm_request_complete(req);
     *out = req;
     return HCOMM_SUCCESS;
+}
+
+/* A blocking alltoallv on host memory, on the segment: its one round
+ * moves the blocks, or finds some rank's too large for it, and every rank
+ * then declines alike (*declined), the call's flight recorder entry still
+ * open in k->flight_call, for the plan that runs it. */
+static hcomm_status_t run_direct_a2av(call_t *k, hcomm_comm_impl_t *c,
+                                      hcomm_prof_call_t *pc, int *declined) {
+    struct hcomm_request req;
+    new_request(NULL, &req);
+    k->flight_call =
+        hcomm_flight_begin(&c->flight, k->coll, k->dtype, 0, k->root, 0);
+    hcomm_status_t st = hcomm_shm_op_start_a2av(
+        &req.direct, c->shm, k->sendbuf, k->recvbuf, k->v->scounts,
+        k->v->sdispls, k->v->rcounts, k->v->rdispls, k->dtype);
+    if (st == HCOMM_SUCCESS)
+        st = hcomm_request_start(&req, c, k->coll, NULL, NULL, 1, 0);
+    if (st == HCOMM_SUCCESS) st = hcomm_request_complete(&req);
+    *declined = st == HCOMM_SUCCESS && req.direct.declined;
+    if (*declined) return st;
+    hcomm_flight_end(&c->flight, k->flight_call, st);
+    if (pc) {
+        pc->algo = "oneshot";
+        pc->transport = "shm";
+        hcomm_profile_end(pc, st);
+    }
+    return st;
 }
 
 /* A blocking hierarchical call whose node stages run on shared memory. */
@@ -551,17 +583,24 @@ static hcomm_status_t run_call(const call_t *k, hcomm_comm_t comm,
     /* The shared segment and the node stages copy with the CPU. */
     int host_paths = !mem.on_gpu;
     /* count 0 too: every rank's descriptor must meet the others' */
-    /* of the variable-count ones, those where every rank knows every
-     * count */
-    int shm_ok = !k->v || k->coll != HCOMM_COLL_ALLTOALLV;
+    /* alltoallv, whose round may decline (then a plan runs after it): only
+     * blocking, on host memory */
+    int a2av = k->coll == HCOMM_COLL_ALLTOALLV;
+    int shm_ok = !a2av || (host_paths && !out);
     if (c->shm && shm_ok && !hcomm_select_is_forced(k->coll) &&
         (host_paths || !out)) {
         hcomm_shm_algo_t direct =
             hcomm_shm_select(c->shm, k->coll, k->count * esize);
-        if (direct != HCOMM_SHM_NONE && host_paths)
+        if (a2av) {
+            int declined; /* k is &kv, as for every variable-count call */
+            st = run_direct_a2av(&kv, c, pc, &declined);
+            if (!declined) return st;
+        } else if (direct != HCOMM_SHM_NONE && host_paths) {
             return run_direct(k, c, direct, out, pc);
+        }
 #ifdef HAVE_CUDA
-        if (direct != HCOMM_SHM_NONE && k->count * esize <= STAGED_MAX)
+        if (direct != HCOMM_SHM_NONE && !host_paths &&
+            k->count * esize <= STAGED_MAX)
             return run_staged(k, c, &mem, direct, pc);
 #endif
     }
@@ -628,9 +667,11 @@ static hcomm_status_t run_call(const call_t *k, hcomm_comm_t comm,
      * rank with host memory would wait on the segment while this one ran
      * the plan). */
     int agree =
-        mem.on_gpu && c->shm && k->count && shm_ok &&
-        !hcomm_select_is_forced(k->coll) &&
-        hcomm_shm_select(c->shm, k->coll, k->count * esize) != HCOMM_SHM_NONE;
+        mem.on_gpu && c->shm && !hcomm_select_is_forced(k->coll) &&
+        (a2av ? !out
+              : k->count && shm_ok &&
+                    hcomm_shm_select(c->shm, k->coll, k->count * esize) !=
+                        HCOMM_SHM_NONE);
     if (agree)
         st = hcomm_shm_op_agree(&req->direct, c->shm, k->coll, k->count,
                                 k->dtype, k->op, k->root);
@@ -677,7 +718,7 @@ static hcomm_status_t run(const call_t *k, hcomm_comm_t comm,
 
 #define CALL(coll, sbuf, rbuf, count, dtype, op, root, tag)                    \
     (call_t) {                                                                 \
-        coll, sbuf, rbuf, count, dtype, op, root, tag, 0, NULL, NULL           \
+        coll, sbuf, rbuf, count, dtype, op, root, tag, 0, NULL, NULL, 0        \
     }
 #define NONBLOCKING(k, comm, request)                                          \
     ((request)                                                                 \

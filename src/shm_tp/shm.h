@@ -90,6 +90,9 @@ typedef struct hcomm_shm {
     int nregions, region_cap;
     uint32_t last_region_id;
     char *bounce; /* CMA reads before reducing (allocated on first use) */
+    /* alltoallv's counts and places in bytes (allocated on first use; its
+     * calls are blocking, one at a time) */
+    size_t *a2av_bytes;
     /* Each rank's pid, taken once at setup from MPI and checked against
      * the segment: a pid read back from shared memory on every call could
      * have been overwritten by any rank (or a stray write) and would aim
@@ -161,7 +164,7 @@ typedef struct {
 typedef struct {
     hcomm_shm_t *shm;
     hcomm_shm_algo_t algo;
-    hcomm_coll_t coll; /* any but send, recv and the v-forms */
+    hcomm_coll_t coll; /* any but send and recv */
     const char *sendbuf;
     char *recvbuf;
     size_t count, esize; /* count: elements (per rank for allgather) */
@@ -180,7 +183,9 @@ typedef struct {
     /* allgatherv, reduce_scatterv: every rank's count (count is the
      * largest) and, allgatherv, place */
     const size_t *vcounts, *vdispls;
-    size_t *vcopy; /* what they point into: the call's copy */
+    size_t *vcopy; /* what they point into: the call's copy (alltoallv:
+                    * vcounts is shm->a2av_bytes) */
+    int declined;  /* alltoallv: blocks too large here, run a plan */
     /* A CUDA IPC call's agreement: every rank's registration, this rank's
      * sent with the descriptor and the peers' read back before the round
      * ends (the ring entry holding them is reused only after that). */
@@ -209,6 +214,20 @@ hcomm_status_t hcomm_shm_op_start_rv(hcomm_shm_op_t *op, hcomm_shm_t *shm,
                                      const void *sendbuf, void *recvbuf,
                                      const size_t *rcounts, hcomm_dtype_t dtype,
                                      hcomm_op_t rop);
+/* alltoallv through the slots, in one round: rank r's scounts[j]
+ * elements at sdispls[j] land at rank j's rdispls[r] (in place, sendbuf ==
+ * recvbuf: rcounts and rdispls stand for both). Every rank's blocks must
+ * fit its slot; where any rank's do not, every rank sees it in the round,
+ * and the call ends with op->declined set and nothing moved: it then runs
+ * on a plan. The same round compares the counts: each rank publishes a
+ * digest of what it sends every peer and one of what it expects from every
+ * peer, and where the sums over the ranks differ, every rank fails with
+ * HCOMM_ERR_MISMATCH before anything is copied; a receiver also checks its
+ * block's length before it copies it. */
+hcomm_status_t hcomm_shm_op_start_a2av(
+    hcomm_shm_op_t *op, hcomm_shm_t *shm, const void *sendbuf, void *recvbuf,
+    const size_t *scounts, const size_t *sdispls, const size_t *rcounts,
+    const size_t *rdispls, hcomm_dtype_t dtype);
 /* A call on GPU memory runs elsewhere (the plans) but first agrees here:
  * one round whose descriptor is the call's, marked as GPU memory, so that
  * ranks that passed host memory to the same call, or other arguments, all

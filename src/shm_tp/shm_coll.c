@@ -158,6 +158,7 @@ hcomm_status_t hcomm_shm_op_start(hcomm_shm_op_t *op, hcomm_shm_t *shm,
     op->own_copy = NULL;
     op->vcounts = op->vdispls = NULL;
     op->vcopy = NULL;
+    op->declined = 0;
     op->devreg = NULL;
     if (coll == HCOMM_COLL_ALLREDUCE || coll == HCOMM_COLL_REDUCE_SCATTER ||
         coll == HCOMM_COLL_REDUCE || coll == HCOMM_COLL_REDUCE_SCATTERV) {
@@ -296,10 +297,8 @@ hcomm_status_t hcomm_shm_op_agree(hcomm_shm_op_t *op, hcomm_shm_t *shm,
     return HCOMM_SUCCESS;
 }
 
-/* Publishes where this rank's buffer of len bytes is: a region id and
- * offset when it is registered, else its address. */
-static void publish_buffer(const hcomm_shm_t *shm, const void *buf, size_t len,
-                           uint64_t *addr, uint32_t *reg) {
+void hcomm_shm_publish_buffer(const hcomm_shm_t *shm, const void *buf,
+                              size_t len, uint64_t *addr, uint32_t *reg) {
     size_t off;
     const hcomm_shm_region_t *r = hcomm_shm_region_find(shm, buf, len, &off);
     *reg = r ? r->id : 0;
@@ -317,10 +316,8 @@ static const char *peer_buffer(const hcomm_shm_op_t *op, int peer, int recv,
                : NULL;
 }
 
-/* Copies bytes of a peer's buffer at off into dst: in place from
- * registered memory, else with a cross-memory read. */
-static hcomm_status_t peer_copy(const hcomm_shm_op_t *op, int peer, int recv,
-                                size_t off, void *dst, size_t bytes) {
+hcomm_status_t hcomm_shm_peer_copy(const hcomm_shm_op_t *op, int peer, int recv,
+                                   size_t off, void *dst, size_t bytes) {
     const char *src = peer_buffer(op, peer, recv, off);
     if (src) {
         memcpy(dst, src, bytes);
@@ -389,10 +386,13 @@ static void publish_input(hcomm_shm_op_t *op) {
     int p = (int)(op->seq & 1);
     size_t off = round_offset(op) * op->esize, n = round_count(op) * op->esize;
     if (op->count == 0) {
-        /* the descriptor alone, or with a CUDA IPC call's registration */
+        /* the descriptor alone (an agreement, alltoallv's too), or with a
+         * CUDA IPC call's registration */
         if (op->devreg)
             memcpy(hcomm_shm_in(shm, shm->rank, op->seq, sizeof(*op->devreg)),
                    &op->devreg[shm->rank], sizeof(*op->devreg));
+    } else if (op->coll == HCOMM_COLL_ALLTOALLV) {
+        hcomm_shm_a2av_publish(op);
     } else if (op->algo == HCOMM_SHM_CMA) {
         hcomm_shm_info_t *info = hcomm_shm_info(shm, shm->rank);
         size_t rn = op->count * op->esize, sn = rn;
@@ -400,10 +400,10 @@ static void publish_input(hcomm_shm_op_t *op) {
             op->coll == HCOMM_COLL_ALLTOALL)
             rn *= (size_t)shm->size;
         if (per_block(op->coll)) sn *= (size_t)shm->size;
-        publish_buffer(shm, op->sendbuf, sn, &info->send_addr[p],
-                       &info->send_reg[p]);
-        publish_buffer(shm, op->recvbuf, rn, &info->recv_addr[p],
-                       &info->recv_reg[p]);
+        hcomm_shm_publish_buffer(shm, op->sendbuf, sn, &info->send_addr[p],
+                                 &info->send_reg[p]);
+        hcomm_shm_publish_buffer(shm, op->recvbuf, rn, &info->recv_addr[p],
+                                 &info->recv_reg[p]);
     } else if (op->coll == HCOMM_COLL_REDUCE_SCATTERV) {
         /* every block's piece (blocks packed in rank order), at a stride
          * of the round's span */
@@ -436,13 +436,6 @@ static void publish_input(hcomm_shm_op_t *op) {
     publish(op, SHM_ARRIVE);
 }
 
-/* Peers' lines come from other cores' caches one miss at a time unless
- * asked for together: request them all before reading. */
-static void prefetch(const char *p, size_t bytes) {
-    for (size_t i = 0; i < bytes; i += HCOMM_SHM_LINE)
-        __builtin_prefetch(p + i);
-}
-
 /* One-shot: every rank reduces the whole round from every slot, in rank
  * order, so all get bit-identical results. */
 static void oneshot_reduce(hcomm_shm_op_t *op) {
@@ -452,7 +445,7 @@ static void oneshot_reduce(hcomm_shm_op_t *op) {
         HCOMM_SHM_LINE - HCOMM_SHM_ENTRY_DATA) /* past the counter's line */
         for (int r = 0; r < shm->size; r++)
             if (r != shm->rank)
-                prefetch(hcomm_shm_in(shm, r, op->seq, bytes), bytes);
+                hcomm_shm_prefetch(hcomm_shm_in(shm, r, op->seq, bytes), bytes);
     char *dst = op->recvbuf + round_offset(op) * op->esize;
     op->reduce(dst, hcomm_shm_in(shm, 0, op->seq, bytes),
                hcomm_shm_in(shm, 1, op->seq, bytes), n);
@@ -513,7 +506,7 @@ static hcomm_status_t cma_reduce(hcomm_shm_op_t *op) {
             const char *src = peer_buffer(op, r, 0, off);
             if (!src) {
                 hcomm_status_t st =
-                    peer_copy(op, r, 0, off, shm->bounce, n * es);
+                    hcomm_shm_peer_copy(op, r, 0, off, shm->bounce, n * es);
                 if (st != HCOMM_SUCCESS) return st;
                 src = shm->bounce;
             }
@@ -534,7 +527,8 @@ static void slots_reduce_scatter(hcomm_shm_op_t *op) {
     char *dst = op->recvbuf + round_offset(op) * op->esize;
     for (int r = 0; r < shm->size; r++)
         if (r != shm->rank && in > HCOMM_SHM_LINE - HCOMM_SHM_ENTRY_DATA)
-            prefetch(hcomm_shm_in(shm, r, op->seq, in) + mine, n * op->esize);
+            hcomm_shm_prefetch(hcomm_shm_in(shm, r, op->seq, in) + mine,
+                               n * op->esize);
     op->reduce(dst, hcomm_shm_in(shm, 0, op->seq, in) + mine,
                hcomm_shm_in(shm, 1, op->seq, in) + mine, n);
     for (int r = 2; r < shm->size; r++)
@@ -557,22 +551,16 @@ static void slots_reduce_scatterv(hcomm_shm_op_t *op) {
     if (op->scale) op->scale(dst, n, shm->size);
 }
 
-/* The k-th peer to copy from: rank + k, so that peers copying at once
- * read different ranks (reads of one buffer by many contend on its pages,
- * which each direct read pins). */
-static int rotated(const hcomm_shm_t *shm, int k) {
-    return (shm->rank + k) % shm->size;
-}
-
 /* CMA allreduce, second half: the other blocks from their owners' receive
  * buffers. */
 static hcomm_status_t cma_gather_blocks(hcomm_shm_op_t *op) {
     hcomm_shm_t *shm = op->shm;
     for (int k = 1; k < shm->size; k++) {
-        int r = rotated(shm, k);
+        int r = hcomm_shm_rotated(shm, k);
         size_t off = hcomm_block_offset(op->count, shm->size, r) * op->esize;
         size_t n = hcomm_block_count(op->count, shm->size, r) * op->esize;
-        hcomm_status_t st = peer_copy(op, r, 1, off, op->recvbuf + off, n);
+        hcomm_status_t st =
+            hcomm_shm_peer_copy(op, r, 1, off, op->recvbuf + off, n);
         if (st != HCOMM_SUCCESS) return st;
     }
     return HCOMM_SUCCESS;
@@ -584,12 +572,12 @@ static hcomm_status_t allgather_copy(hcomm_shm_op_t *op) {
     size_t block = op->count * op->esize;
     size_t off = round_offset(op) * op->esize, n = round_count(op) * op->esize;
     for (int k = 0; k < shm->size; k++) {
-        int r = rotated(shm, k);
+        int r = hcomm_shm_rotated(shm, k);
         char *dst = op->recvbuf + (size_t)r * block + off;
         if (r == shm->rank) {
             if (dst != op->sendbuf + off) memcpy(dst, op->sendbuf + off, n);
         } else if (op->algo == HCOMM_SHM_CMA) {
-            hcomm_status_t st = peer_copy(op, r, 0, off, dst, n);
+            hcomm_status_t st = hcomm_shm_peer_copy(op, r, 0, off, dst, n);
             if (st != HCOMM_SUCCESS) return st;
         } else {
             memcpy(dst, hcomm_shm_in(shm, r, op->seq, n), n);
@@ -617,7 +605,7 @@ static void rooted_or_a2a_copy(hcomm_shm_op_t *op) {
         return;
     }
     for (int k = 0; k < shm->size; k++) {
-        int r = rotated(shm, k);
+        int r = hcomm_shm_rotated(shm, k);
         char *dst = op->recvbuf + (size_t)r * block + off;
         const char *src;
         if (op->coll == HCOMM_COLL_GATHER)
@@ -639,15 +627,15 @@ static hcomm_status_t rooted_or_a2a_cma(hcomm_shm_op_t *op) {
     size_t block = op->count * op->esize;
     if (op->coll == HCOMM_COLL_SCATTER) {
         if (me != op->root)
-            return peer_copy(op, op->root, 0, (size_t)me * block, op->recvbuf,
-                             block);
+            return hcomm_shm_peer_copy(op, op->root, 0, (size_t)me * block,
+                                       op->recvbuf, block);
         const char *own = op->sendbuf + (size_t)me * block;
         if (op->recvbuf != own) memcpy(op->recvbuf, own, block);
         return HCOMM_SUCCESS;
     }
     if (op->coll == HCOMM_COLL_GATHER && me != op->root) return HCOMM_SUCCESS;
     for (int k = 0; k < shm->size; k++) {
-        int r = rotated(shm, k);
+        int r = hcomm_shm_rotated(shm, k);
         char *dst = op->recvbuf + (size_t)r * block;
         size_t off = op->coll == HCOMM_COLL_GATHER ? 0 : (size_t)me * block;
         if (r == me) {
@@ -655,7 +643,7 @@ static hcomm_status_t rooted_or_a2a_cma(hcomm_shm_op_t *op) {
             if (dst != src) memcpy(dst, src, block);
             continue;
         }
-        hcomm_status_t st = peer_copy(op, r, 0, off, dst, block);
+        hcomm_status_t st = hcomm_shm_peer_copy(op, r, 0, off, dst, block);
         if (st != HCOMM_SUCCESS) return st;
     }
     return HCOMM_SUCCESS;
@@ -666,7 +654,7 @@ static void allgatherv_copy(hcomm_shm_op_t *op) {
     hcomm_shm_t *shm = op->shm;
     size_t off = round_offset(op), n = round_count(op) * op->esize;
     for (int k = 0; k < shm->size; k++) {
-        int r = rotated(shm, k);
+        int r = hcomm_shm_rotated(shm, k);
         size_t len = v_piece(op, r) * op->esize;
         char *dst = op->recvbuf + (op->vdispls[r] + off) * op->esize;
         const char *src = r == shm->rank ? op->sendbuf + off * op->esize
@@ -689,7 +677,7 @@ static hcomm_status_t bcast_copy(hcomm_shm_op_t *op) {
     size_t bytes = op->count * op->esize;
     size_t tail = (bytes - bytes / 2) & ~(size_t)63; /* the root's half */
     if (op->shm->rank != op->root)
-        return peer_copy(op, op->root, 0, 0, op->recvbuf, tail);
+        return hcomm_shm_peer_copy(op, op->root, 0, 0, op->recvbuf, tail);
     return peer_write(op, 1 - op->root, tail, op->sendbuf + tail, bytes - tail);
 }
 
@@ -730,6 +718,9 @@ static int after_arrive(hcomm_shm_op_t *op, hcomm_status_t *st) {
         return -1;
     case HCOMM_COLL_REDUCE_SCATTERV:
         slots_reduce_scatterv(op);
+        return -1;
+    case HCOMM_COLL_ALLTOALLV:
+        *st = hcomm_shm_a2av_copy(op);
         return -1;
     case HCOMM_COLL_REDUCE: /* one-shot, at the root only */
         if (is_root) oneshot_reduce(op);
@@ -965,12 +956,11 @@ void hcomm_shm_op_describe(const hcomm_shm_op_t *op, char *out, size_t len) {
 #define CMA_MIN_BLOCK (64u << 10)      /* allgather block, more ranks */
 /* Reduce through the slots up to SLOTS_MAX_REDUCE (the buffer), then the
  * plans. Gather, scatter and alltoall through the slots (two copies of
- * each byte, from cache) up to SLOTS_MAX_MOVE (all blocks), then direct
- * reads (one copy) where the kernel allows them, else the plans. 2 ranks
- * here: slots 2-11x MPI's speed at 256 KiB-2 MiB, direct reads 1.2-1.8x
- * at 4-16 MiB (README, "Shared memory"). */
+ * each byte, from cache) up to HCOMM_SHM_SLOTS_MAX_MOVE (all blocks), then
+ * direct reads (one copy) where the kernel allows them, else the plans.
+ * alltoallv always starts on the segment, which declines blocks too large
+ * for it (shm_alltoallv.c). */
 #define SLOTS_MAX_REDUCE (256u << 10)
-#define SLOTS_MAX_MOVE (2u << 20)
 
 hcomm_shm_algo_t hcomm_shm_select(const hcomm_shm_t *shm, hcomm_coll_t coll,
                                   size_t bytes) {
@@ -999,13 +989,16 @@ hcomm_shm_algo_t hcomm_shm_select(const hcomm_shm_t *shm, hcomm_coll_t coll,
         return HCOMM_SHM_ONESHOT;
     case HCOMM_COLL_ALLGATHERV: /* bytes: all blocks */
     case HCOMM_COLL_REDUCE_SCATTERV:
-        return bytes <= SLOTS_MAX_MOVE ? HCOMM_SHM_ONESHOT : HCOMM_SHM_NONE;
+        return bytes <= HCOMM_SHM_SLOTS_MAX_MOVE ? HCOMM_SHM_ONESHOT
+                                                 : HCOMM_SHM_NONE;
+    case HCOMM_COLL_ALLTOALLV:
+        return HCOMM_SHM_ONESHOT;
     case HCOMM_COLL_REDUCE: /* bytes: the whole buffer */
         return bytes <= SLOTS_MAX_REDUCE ? HCOMM_SHM_ONESHOT : HCOMM_SHM_NONE;
     case HCOMM_COLL_GATHER: /* bytes: one block */
     case HCOMM_COLL_SCATTER:
     case HCOMM_COLL_ALLTOALL:
-        if (bytes * (size_t)shm->size <= SLOTS_MAX_MOVE)
+        if (bytes * (size_t)shm->size <= HCOMM_SHM_SLOTS_MAX_MOVE)
             return HCOMM_SHM_ONESHOT;
         return shm->cma ? HCOMM_SHM_CMA : HCOMM_SHM_NONE;
     default:

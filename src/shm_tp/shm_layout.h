@@ -102,6 +102,41 @@ static inline char *hcomm_shm_res(const hcomm_shm_t *shm, int rank, int p) {
            (size_t)p * hcomm_shm_result_bytes(shm->size, shm->slot_bytes);
 }
 
+/* The k-th peer to copy from: rank + k, so that peers copying at once
+ * read different ranks (reads of one buffer by many contend on its pages,
+ * which each direct read pins). */
+static inline int hcomm_shm_rotated(const hcomm_shm_t *shm, int k) {
+    return (shm->rank + k) % shm->size;
+}
+
+/* Peers' lines come from other cores' caches one miss at a time unless
+ * asked for together: request them all before reading. */
+static inline void hcomm_shm_prefetch(const char *p, size_t bytes) {
+    for (size_t i = 0; i < bytes; i += HCOMM_SHM_LINE)
+        __builtin_prefetch(p + i);
+}
+
+/* Gather, scatter, alltoall and alltoallv move at most this many bytes (all
+ * blocks) through the slots: two copies of each byte, from cache; 2 ranks
+ * here: 2-11x MPI's speed at 256 KiB-2 MiB, where direct reads (one copy)
+ * start to win (README, "Shared memory"). */
+#define HCOMM_SHM_SLOTS_MAX_MOVE (2u << 20)
+
+/* Publishes where this rank's buffer of len bytes is: a region id and
+ * offset when it is registered, else its address. */
+void hcomm_shm_publish_buffer(const hcomm_shm_t *shm, const void *buf,
+                              size_t len, uint64_t *addr, uint32_t *reg);
+/* Copies bytes of a peer's buffer (its receive buffer with recv, else its
+ * send buffer) at off into dst: in place from registered memory, else with
+ * a cross-memory read. */
+hcomm_status_t hcomm_shm_peer_copy(const hcomm_shm_op_t *op, int peer, int recv,
+                                   size_t off, void *dst, size_t bytes);
+
+/* alltoallv's round (shm_alltoallv.c): this rank's blocks published, and,
+ * once every rank's are, its own copied in (or the call declined). */
+void hcomm_shm_a2av_publish(hcomm_shm_op_t *op);
+hcomm_status_t hcomm_shm_a2av_copy(hcomm_shm_op_t *op);
+
 /* A call's descriptor: what every rank must pass alike. Word 0 is the
  * count; word 1 is [root:32][op:8][type:8][0:8][collective:8], where the
  * type is the data type of a reduction, else the element size with

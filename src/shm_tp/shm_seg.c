@@ -64,6 +64,7 @@ void hcomm_shm_destroy(hcomm_shm_t *shm) {
                shm->regions[i].stride * (size_t)shm->size);
     free(shm->regions);
     free(shm->bounce);
+    free(shm->a2av_bytes);
     free(shm->known);
     free(shm->pids);
     free(shm);

@@ -245,7 +245,7 @@ static int any_rank(int v) {
 /* Broken communicators of the plans stay alive to the end: a message a
  * failed rank never received could otherwise match a receive of the next
  * communicator, which may get the same id. */
-static hcomm_comm_t kept[2 * NCASES];
+static hcomm_comm_t kept[2 * NCASES + 2];
 static int nkept;
 
 static void run_case(const case_t *c, int plans) {
@@ -340,6 +340,61 @@ static void run_case(const case_t *c, int plans) {
         CHECK_OK(hcomm_comm_free(&comm));
 }
 
+/* alltoallv, whose ranks know only their own counts: rank 0 sends the last
+ * rank one element more than it expects, in blocks that fit the segment's
+ * records and in blocks that do not (direct reads). On the segment every
+ * rank fails and names the pair; on the plans the last rank does. Nothing
+ * lands outside a receive buffer. */
+static void run_alltoallv(size_t m, int plans) {
+    char what[96];
+    snprintf(what, sizeof(what), "alltoallv of %zu per block (%s)", m,
+             plans ? "plans" : "shared memory");
+    const char *only = getenv("HCOMM_TEST_CASE");
+    if (only && !strstr(what, only)) return;
+    CHECK_OK(hcomm_config_set("HCOMM_SHM_SLOT_SIZE", plans ? "0" : "256K"));
+    hcomm_comm_t comm = HCOMM_COMM_NULL;
+    CHECK_OK(hcomm_comm_create(MPI_COMM_WORLD, &comm));
+    int shm = has_shm(comm);
+    size_t n = (size_t)nranks, sc[64], sd[64], rc[64], rd[64];
+    for (size_t j = 0; j < n; j++) {
+        sc[j] = rc[j] = m;
+        sd[j] = rd[j] = j * m;
+    }
+    if (rank == 0) sc[n - 1]++;
+    size_t g = ((n * m + 1) * sizeof(float) + 4095) & ~(size_t)4095;
+    guarded_t s, r;
+    guarded_alloc(&s, (n * m + 1) * sizeof(float), g, 0, comm);
+    guarded_alloc(&r, n * m * sizeof(float), g, 0, comm);
+    MPI_Barrier(MPI_COMM_WORLD);
+    double t0 = MPI_Wtime();
+    hcomm_status_t st =
+        hcomm_alltoallv(s.buf, sc, sd, r.buf, rc, rd, F32, comm);
+    double took = MPI_Wtime() - t0;
+    char msg[512];
+    snprintf(msg, sizeof(msg), "%s", hcomm_last_error());
+    size_t damage = guarded_damage(&s) + guarded_damage(&r);
+    CHECK(damage == 0, "%s: %zu guard bytes changed", what, damage);
+    char pair[96];
+    snprintf(pair, sizeof(pair), "rank 0 sends %zu bytes to rank %d",
+             (m + 1) * sizeof(float), nranks - 1);
+    if (shm) {
+        CHECK(st == HCOMM_ERR_MISMATCH && strstr(msg, pair),
+              "%s: %s, expected a mismatch naming '%s': %s", what,
+              hcomm_strerror(st), pair, msg);
+        CHECK(took < TIMEOUT_S, "%s: took %.1f s", what, took);
+    } else {
+        CHECK(rank != nranks - 1 || st == HCOMM_ERR_MISMATCH,
+              "%s: the receiver got %s (%s)", what, hcomm_strerror(st), msg);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    guarded_free(&s, comm);
+    guarded_free(&r, comm);
+    if (plans)
+        kept[nkept++] = comm;
+    else
+        CHECK_OK(hcomm_comm_free(&comm));
+}
+
 /* Non-blocking: a mismatched call and one queued behind it on the same
  * communicator both fail, the second without waiting for the timeout. */
 static void run_queued(void) {
@@ -383,6 +438,10 @@ int main(int argc, char **argv) {
         for (size_t i = 0; i < NCASES; i++)
             run_case(&cases[i], 0);
         run_queued();
+        for (int plans = 0; plans < 2; plans++) {
+            run_alltoallv(10, plans);     /* records in the ring or slot */
+            run_alltoallv(100000, plans); /* direct reads */
+        }
         for (size_t i = 0; i < NCASES; i++)
             run_case(&cases[i], 1);
     }

@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define NPATTERNS 4
+#define NPATTERNS 5
 #define POISON 0x5a
 
 static int nranks, rank;
@@ -29,8 +29,11 @@ static size_t pattern_count(int p, int i, int j) {
         return (size_t)((a * 3 + b * 5) % 4); /* 0, 1, 2, 3 */
     case 2:
         return (a + b) % 2 ? 7 : 0;
-    default:
+    case 3:
         return a == b && a == nranks - 1 ? 1031 : (size_t)(a + b) % 3;
+    default: /* one block between the first and last rank larger than a
+              * shared-memory slot, the others small */
+        return a == 0 && b == nranks - 1 ? (1u << 19) + 3 : (size_t)(a + b) % 2;
     }
 }
 

@@ -717,6 +717,165 @@ static void test_run_ahead(void **state) {
     }
 }
 
+/* alltoallv in its one round (shm.h): int32 blocks whose counts make
+ * every record whole (blocks from the records), leave some or all out
+ * (direct reads of the send buffers; in place, declined, nothing moved),
+ * then a rank that sends one element more than its receiver expects:
+ * every rank fails, nothing written (last: the segment is failed after
+ * it). Counts: what rank i sends rank j, alike both ways for in place. */
+enum { A2AV_SMALL, A2AV_MIXED, A2AV_LARGE, A2AV_MISMATCH, A2AV_SHAPES };
+#define A2AV_MAX 40
+typedef struct {
+    rank_t *rk;
+    int wrong[A2AV_SHAPES][2];
+    hcomm_status_t st[A2AV_SHAPES][2];
+    int declined[A2AV_SHAPES][2], direct[A2AV_SHAPES][2];
+} a2av_rank_t;
+
+static size_t a2av_count(int shape, int P, int i, int j) {
+    switch (shape) {
+    case A2AV_SMALL:
+        return (size_t)(i + j) % 2;
+    case A2AV_MIXED: /* rank 0's and the last rank's pair do not fit */
+        return i + j == P - 1 && i * j == 0 ? A2AV_MAX : (size_t)(i + j) % 2;
+    default:
+        return (size_t)(i + j) % 5 + A2AV_MAX - 4;
+    }
+}
+
+/* Whether rank i's record (head, table, blocks) fits a slot. */
+static int a2av_whole(int shape, int P, int i) {
+    size_t bytes = 32 + 32 * (size_t)P;
+    for (int j = 0; j < P; j++)
+        bytes += 4 * a2av_count(shape, P, i, j);
+    return bytes <= SLOT;
+}
+
+static int32_t a2av_value(int from, int to, size_t k) {
+    return from * 1000000 + to * 1000 + (int32_t)k;
+}
+
+static void *a2av_main(void *arg) {
+    a2av_rank_t *a = arg;
+    int me = a->rk->rank, P = a->rk->size;
+    for (int shape = 0; shape < A2AV_SHAPES; shape++)
+        for (int ip = 0; ip < 2 - (shape == A2AV_MISMATCH); ip++) {
+            /* in place, a block's count each way must match: symmetric */
+            size_t sc[MAXP], sd[MAXP], rc[MAXP], rd[MAXP], at = 0, rat = 0;
+            int32_t send[MAXP * A2AV_MAX], recv[MAXP * A2AV_MAX + MAXP];
+            for (int j = 0; j < P; j++) {
+                sc[j] = a2av_count(shape, P, ip ? j : me, ip ? me : j);
+                rc[j] = a2av_count(shape, P, j, me);
+                if (shape == A2AV_MISMATCH && me == 0 && j == P - 1) sc[j]++;
+                sd[j] = at;
+                rd[j] = rat + 1; /* a gap before each block */
+                at += sc[j];
+                rat += rc[j] + 1;
+                for (size_t k = 0; k < sc[j]; k++)
+                    send[sd[j] + k] = a2av_value(me, j, k);
+            }
+            for (size_t k = 0; k < rat; k++)
+                recv[k] = -1;
+            for (int j = 0; ip && j < P; j++)
+                for (size_t k = 0; k < rc[j]; k++)
+                    recv[rd[j] + k] = a2av_value(me, j, k);
+            hcomm_shm_op_t op;
+            hcomm_status_t st = hcomm_shm_op_start_a2av(
+                &op, a->rk->shm, ip ? recv : send, recv, ip ? rc : sc,
+                ip ? rd : sd, rc, rd, HCOMM_INT32);
+            if (st == HCOMM_SUCCESS) st = drive(&op, NULL);
+            a->st[shape][ip] = st;
+            a->declined[shape][ip] = op.declined;
+            a->direct[shape][ip] = op.algo == HCOMM_SHM_CMA;
+            /* what moved, or nothing (declined in place leaves the own
+             * blocks; otherwise -1 everywhere) */
+            int moved = st == HCOMM_SUCCESS && !op.declined;
+            for (int j = 0; j < P; j++) {
+                a->wrong[shape][ip] += recv[rd[j] - 1] != -1;
+                for (size_t k = 0; k < rc[j]; k++)
+                    a->wrong[shape][ip] +=
+                        recv[rd[j] + k] != (moved ? a2av_value(j, me, k)
+                                            : ip  ? a2av_value(me, j, k)
+                                                  : -1);
+            }
+        }
+    return NULL;
+}
+
+static void test_alltoallv(void **state) {
+    (void)state;
+    for (int P = 2; P <= 5; P++) {
+        rank_t rk[MAXP];
+        a2av_rank_t a[MAXP];
+        for (int r = 0; r < P; r++)
+            a[r] = (a2av_rank_t){.rk = &rk[r]};
+        run_threads(P, rk, a2av_main, a, sizeof(a[0]));
+        for (int shape = 0; shape < A2AV_SHAPES; shape++)
+            for (int ip = 0; ip < 2 - (shape == A2AV_MISMATCH); ip++) {
+                int all_whole = 1;
+                for (int r = 0; r < P; r++)
+                    all_whole &= a2av_whole(shape, P, r);
+                for (int r = 0; r < P; r++) {
+                    assert_int_equal(a[r].wrong[shape][ip], 0);
+                    if (shape == A2AV_MISMATCH) {
+                        assert_int_equal(a[r].st[shape][ip],
+                                         HCOMM_ERR_MISMATCH);
+                        continue;
+                    }
+                    assert_int_equal(a[r].st[shape][ip], HCOMM_SUCCESS);
+                    assert_int_equal(a[r].declined[shape][ip],
+                                     ip && !all_whole);
+                    assert_int_equal(a[r].direct[shape][ip],
+                                     !ip && !a2av_whole(shape, P, r));
+                }
+            }
+        /* the routes this test means to cover are covered */
+        assert_true(a2av_whole(A2AV_SMALL, P, 0) || P > 4);
+        assert_false(a2av_whole(A2AV_LARGE, P, 0));
+        assert_false(a2av_whole(A2AV_MIXED, P, 0));
+        assert_true(a2av_whole(A2AV_MIXED, P, 1) || P == 2 || P > 4);
+    }
+}
+
+/* alltoallv on GPU memory agrees on the segment too (api.c): every rank
+ * agreeing passes; one rank on host memory, in its round, makes every
+ * rank fail. */
+static void *a2av_agree_main(void *arg) {
+    agree_rank_t *a = arg;
+    rank_t *rk = a->rk;
+    size_t zero[MAXP] = {0};
+    int32_t buf[1];
+    hcomm_shm_op_t op;
+    a->all_gpu = hcomm_shm_op_agree(&op, rk->shm, HCOMM_COLL_ALLTOALLV, 0,
+                                    HCOMM_INT32, HCOMM_SUM, 0);
+    if (a->all_gpu == HCOMM_SUCCESS) a->all_gpu = drive(&op, NULL);
+    if (rk->rank == 0)
+        a->mixed = hcomm_shm_op_start_a2av(&op, rk->shm, buf, buf + 1, zero,
+                                           zero, zero, zero, HCOMM_INT32);
+    else
+        a->mixed = hcomm_shm_op_agree(&op, rk->shm, HCOMM_COLL_ALLTOALLV, 0,
+                                      HCOMM_INT32, HCOMM_SUM, 0);
+    if (a->mixed == HCOMM_SUCCESS) a->mixed = drive(&op, NULL);
+    snprintf(a->why, sizeof(a->why), "%s", hcomm_last_error());
+    return NULL;
+}
+
+static void test_alltoallv_gpu_agreement(void **state) {
+    (void)state;
+    for (int P = 2; P <= 4; P++) {
+        rank_t rk[MAXP];
+        agree_rank_t a[MAXP];
+        for (int r = 0; r < P; r++)
+            a[r] = (agree_rank_t){.rk = &rk[r]};
+        run_threads(P, rk, a2av_agree_main, a, sizeof(a[0]));
+        for (int r = 0; r < P; r++) {
+            assert_int_equal(a[r].all_gpu, HCOMM_SUCCESS);
+            assert_int_equal(a[r].mixed, HCOMM_ERR_MISMATCH);
+            assert_non_null(strstr(a[r].why, "memory differs"));
+        }
+    }
+}
+
 static void test_2_ranks(void **state) {
     (void)state;
     run_ranks(2);
@@ -740,9 +899,15 @@ static void test_8_ranks(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_mismatch),  cmocka_unit_test(test_gpu_agreement),
-        cmocka_unit_test(test_run_ahead), cmocka_unit_test(test_2_ranks),
-        cmocka_unit_test(test_3_ranks),   cmocka_unit_test(test_4_ranks),
-        cmocka_unit_test(test_5_ranks),   cmocka_unit_test(test_8_ranks)};
+        cmocka_unit_test(test_mismatch),
+        cmocka_unit_test(test_gpu_agreement),
+        cmocka_unit_test(test_run_ahead),
+        cmocka_unit_test(test_2_ranks),
+        cmocka_unit_test(test_3_ranks),
+        cmocka_unit_test(test_4_ranks),
+        cmocka_unit_test(test_5_ranks),
+        cmocka_unit_test(test_8_ranks),
+        cmocka_unit_test(test_alltoallv),
+        cmocka_unit_test(test_alltoallv_gpu_agreement)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

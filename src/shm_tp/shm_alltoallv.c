@@ -1,0 +1,243 @@
+/* alltoallv on the node's segment, in one round (hcomm_shm_op_start_a2av,
+ * shm.h). A rank knows only its own counts, so every rank publishes one
+ * record: a head (the record's length, two digests of its counts, whether
+ * peers may read its send buffer directly), a table (per peer: where the
+ * block for it lies in the record and in the send buffer, its length, and
+ * the length this rank expects back), then the blocks. The head sits in
+ * the round's ring entry, on the arrive counter's line; the record with it
+ * where it fits, else in the slot of the round's parity. A record too large
+ * for the slot leaves its blocks out, and its table too where even that
+ * does not fit.
+ *
+ * Once every record is published, every rank sees the same heads and takes
+ * the same route: each peer's block from the peer's record where that is
+ * whole, else by a direct read of the peer's send buffer (a rank whose
+ * buffer is read stays until its peers are done); where some rank's
+ * blocks can be reached neither way, none (declined). */
+#include "shm_tp/shm_layout.h"
+#include "core/log.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+    uint64_t bytes;          /* the whole record's, UINT64_MAX past it */
+    uint64_t sent, expected; /* sums of pair_term(), below */
+    uint64_t readable;       /* peers may read the send buffer directly */
+} head_t;
+
+typedef struct {
+    uint64_t at, from; /* the block in the record, in the send buffer */
+    uint64_t bytes, expects;
+} block_t;
+
+/* Records up to this long are fetched whole before they are read. */
+#define PREFETCH_MAX 2048
+
+/* What a record may take: a slot, and no more than the slots move best. */
+static size_t record_limit(const hcomm_shm_t *shm) {
+    return shm->slot_bytes < HCOMM_SHM_SLOTS_MAX_MOVE
+               ? shm->slot_bytes
+               : HCOMM_SHM_SLOTS_MAX_MOVE;
+}
+
+static size_t table_bytes(const hcomm_shm_t *shm) {
+    return sizeof(head_t) + (size_t)shm->size * sizeof(block_t);
+}
+
+/* The part of a record of `bytes` that is published: all of it, the head
+ * and table, or the head alone. Writer and readers compute it alike. */
+static size_t published_bytes(const hcomm_shm_t *shm, uint64_t bytes) {
+    size_t limit = record_limit(shm);
+    return bytes <= limit              ? (size_t)bytes
+           : table_bytes(shm) <= limit ? table_bytes(shm)
+                                       : sizeof(head_t);
+}
+
+/* One pair's term, as sender from and receiver to of bytes. A rank's sent
+ * digest sums the terms of what it sends, its expected digest those of
+ * what it expects; the sums over all ranks are equal exactly when every
+ * rank expects what its peers send it (but for a 64-bit collision, which
+ * the receiver's check of each block's length still catches). */
+static uint64_t pair_term(int from, int to, uint64_t bytes) {
+    uint64_t x = ((uint64_t)(uint32_t)from << 32 | (uint32_t)to) ^
+                 (bytes * 0x9e3779b97f4a7c15ull);
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+    return x ^ (x >> 31);
+}
+
+static const head_t *head_of(const hcomm_shm_t *shm, int r, uint64_t seq) {
+    return (const head_t *)(const void *)hcomm_shm_in(shm, r, seq,
+                                                      sizeof(head_t));
+}
+
+/* Rank r's table, or NULL where it was left out. */
+static const block_t *table_of(const hcomm_shm_t *shm, int r, uint64_t seq) {
+    size_t len = published_bytes(shm, head_of(shm, r, seq)->bytes);
+    if (len == sizeof(head_t)) return NULL;
+    return (const block_t *)(const void *)(hcomm_shm_in(shm, r, seq, len) +
+                                           sizeof(head_t));
+}
+
+/* The whole record's length, UINT64_MAX past what a record may take. */
+static uint64_t record_bytes(const hcomm_shm_op_t *op) {
+    size_t n = (size_t)op->shm->size;
+    uint64_t bytes = table_bytes(op->shm);
+    for (size_t j = 0; j < n; j++) /* blocks may overlap: saturate */
+        bytes = op->vcounts[j] > UINT64_MAX - bytes ? UINT64_MAX
+                                                    : bytes + op->vcounts[j];
+    return bytes <= record_limit(op->shm) ? bytes : UINT64_MAX;
+}
+
+hcomm_status_t hcomm_shm_op_start_a2av(
+    hcomm_shm_op_t *op, hcomm_shm_t *shm, const void *sendbuf, void *recvbuf,
+    const size_t *scounts, const size_t *sdispls, const size_t *rcounts,
+    const size_t *rdispls, hcomm_dtype_t dtype) {
+    size_t n = (size_t)shm->size, esize = hcomm_dtype_size(dtype);
+    if (sendbuf == recvbuf) { /* in place: the blocks sent are those kept */
+        scounts = rcounts;
+        sdispls = rdispls;
+    }
+    /* in bytes: what is sent and from where, what comes and to where */
+    if (!shm->a2av_bytes && !(shm->a2av_bytes = malloc(4 * n * sizeof(size_t))))
+        return hcomm_error(HCOMM_ERR_NO_MEMORY, "no memory for the counts");
+    size_t *b = shm->a2av_bytes;
+    for (size_t j = 0; j < n; j++) {
+        b[j] = scounts[j] * esize;
+        b[n + j] = sdispls[j] * esize;
+        b[2 * n + j] = rcounts[j] * esize;
+        b[3 * n + j] = rdispls[j] * esize;
+    }
+    hcomm_status_t st =
+        hcomm_shm_op_start(op, shm, HCOMM_SHM_ONESHOT, HCOMM_COLL_ALLTOALLV,
+                           sendbuf, recvbuf, 0, dtype, HCOMM_SUM, 0);
+    if (st != HCOMM_SUCCESS) return st;
+    op->vcounts = b;
+    /* One round of one element per byte published: the slot's or the ring
+     * entry's reuse then follows from the length, as for the others. */
+    op->esize = 1;
+    op->count = op->chunk = published_bytes(shm, record_bytes(op));
+    return HCOMM_SUCCESS;
+}
+
+void hcomm_shm_a2av_publish(hcomm_shm_op_t *op) {
+    hcomm_shm_t *shm = op->shm;
+    int me = shm->rank;
+    size_t n = (size_t)shm->size;
+    const size_t *len = op->vcounts, *from = len + n, *expects = len + 2 * n;
+    head_t head = {record_bytes(op), 0, 0, 0};
+    size_t extent = 0; /* of the send buffer */
+    for (size_t j = 0; j < n; j++) {
+        head.sent += pair_term(me, (int)j, len[j]);
+        head.expected += pair_term((int)j, me, expects[j]);
+        if (len[j] && from[j] + len[j] > extent) extent = from[j] + len[j];
+    }
+    size_t published = published_bytes(shm, head.bytes);
+    char *rec = hcomm_shm_in(shm, me, op->seq, published);
+    if (published > sizeof(head)) {
+        block_t *table = (block_t *)(void *)(rec + sizeof(head));
+        uint64_t at = table_bytes(shm);
+        for (size_t j = 0; j < n; j++) {
+            table[j] = (block_t){at, from[j], len[j], expects[j]};
+            if (published == head.bytes && len[j]) {
+                memcpy(rec + at, op->sendbuf + from[j], len[j]);
+                at += len[j];
+            }
+        }
+    }
+    /* Where the blocks stay out, peers may read them in the send buffer:
+     * not in place, where this rank writes what it receives over them. */
+    if (published < head.bytes && published > sizeof(head) && shm->cma &&
+        op->sendbuf != op->recvbuf) {
+        hcomm_shm_info_t *info = hcomm_shm_info(shm, me);
+        int p = (int)(op->seq & 1);
+        hcomm_shm_publish_buffer(shm, op->sendbuf, extent, &info->send_addr[p],
+                                 &info->send_reg[p]);
+        head.readable = 1;
+    }
+    memcpy(hcomm_shm_in(shm, me, op->seq, sizeof(head)), &head, sizeof(head));
+}
+
+/* Every rank finds the same first pair that differs, where the tables are
+ * there to compare (only on this error path: n * n reads). The round ends
+ * without this rank's done, so the segment fails, as on any mismatch. */
+static hcomm_status_t mismatch(const hcomm_shm_op_t *op) {
+    hcomm_shm_t *shm = op->shm;
+    shm->failed = HCOMM_ERR_MISMATCH;
+    for (int a = 0; a < shm->size; a++) {
+        const block_t *ta = table_of(shm, a, op->seq);
+        for (int b = 0; ta && b < shm->size; b++) {
+            const block_t *tb = table_of(shm, b, op->seq);
+            if (tb && ta[b].bytes != tb[a].expects)
+                return hcomm_error(
+                    HCOMM_ERR_MISMATCH,
+                    "alltoallv: rank %d sends %llu bytes to rank %d, which "
+                    "expects %llu",
+                    a, (unsigned long long)ta[b].bytes, b,
+                    (unsigned long long)tb[a].expects);
+        }
+    }
+    return hcomm_error(HCOMM_ERR_MISMATCH,
+                       "alltoallv: some rank sends a peer another number of "
+                       "bytes than the peer expects");
+}
+
+/* Each peer's block for this rank: from its record where the record is
+ * whole, else from its send buffer; prefetched together where small. */
+static hcomm_status_t copy_blocks(hcomm_shm_op_t *op) {
+    hcomm_shm_t *shm = op->shm;
+    int n = shm->size, me = shm->rank;
+    const size_t *want = op->vcounts + 2 * (size_t)n, *to = want + n;
+    for (int r = 0; r < n; r++) {
+        uint64_t len = head_of(shm, r, op->seq)->bytes;
+        if (r != me && len <= PREFETCH_MAX)
+            hcomm_shm_prefetch(hcomm_shm_in(shm, r, op->seq, len), len);
+    }
+    for (int k = 0; k < n; k++) {
+        int r = hcomm_shm_rotated(shm, k);
+        uint64_t rec_bytes = head_of(shm, r, op->seq)->bytes;
+        int whole = rec_bytes != UINT64_MAX;
+        const char *rec = hcomm_shm_in(shm, r, op->seq, rec_bytes);
+        const block_t *b = table_of(shm, r, op->seq) + me;
+        /* as long as this rank expects, and within the peer's record */
+        if (b->bytes != want[r] ||
+            (whole && (b->at > rec_bytes || b->bytes > rec_bytes - b->at)))
+            return mismatch(op);
+        char *dst = op->recvbuf + to[r];
+        hcomm_status_t st = HCOMM_SUCCESS;
+        if (!b->bytes)
+            continue;
+        else if (whole)
+            memcpy(dst, rec + b->at, b->bytes);
+        else if (r == me)
+            memcpy(dst, op->sendbuf + b->from, b->bytes);
+        else
+            st = hcomm_shm_peer_copy(op, r, 0, b->from, dst, b->bytes);
+        if (st != HCOMM_SUCCESS) return st;
+    }
+    return HCOMM_SUCCESS;
+}
+
+hcomm_status_t hcomm_shm_a2av_copy(hcomm_shm_op_t *op) {
+    hcomm_shm_t *shm = op->shm;
+    uint64_t sent = 0, expected = 0;
+    int reachable = 1; /* every record whole, or its buffer readable */
+    for (int r = 0; r < shm->size; r++) {
+        const head_t *h = head_of(shm, r, op->seq);
+        sent += h->sent;
+        expected += h->expected;
+        reachable &= h->bytes != UINT64_MAX || h->readable == 1;
+    }
+    if (sent != expected) return mismatch(op);
+    if (!reachable) {
+        op->declined = 1;
+        return HCOMM_SUCCESS;
+    }
+    /* Peers read this rank's send buffer: it stays until they are done
+     * (shm_coll.c waits for that before the call returns). */
+    if (head_of(shm, shm->rank, op->seq)->bytes == UINT64_MAX)
+        op->algo = HCOMM_SHM_CMA;
+    return copy_blocks(op);
+}
