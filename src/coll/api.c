@@ -339,10 +339,9 @@ static hcomm_status_t run_direct(const call_t *k, hcomm_comm_impl_t *c,
     return HCOMM_SUCCESS;
 }
 
-/* A blocking alltoallv on host memory, on the segment: its one round
- * moves the blocks, or finds some rank's too large for it, and every rank
- * then declines alike (*declined), the call's flight recorder entry still
- * open in k->flight_call, for the plan that runs it. */
+/* A blocking alltoallv on host memory, on the segment: it moves the
+ * blocks, or every rank declines alike (*declined), the call's flight
+ * recorder entry still open in k->flight_call, for the plan that runs it. */
 static hcomm_status_t run_direct_a2av(call_t *k, hcomm_comm_impl_t *c,
                                       hcomm_prof_call_t *pc, int *declined) {
     struct hcomm_request req;
@@ -583,8 +582,8 @@ static hcomm_status_t run_call(const call_t *k, hcomm_comm_t comm,
     /* The shared segment and the node stages copy with the CPU. */
     int host_paths = !mem.on_gpu;
     /* count 0 too: every rank's descriptor must meet the others' */
-    /* alltoallv, whose round may decline (then a plan runs after it): only
-     * blocking, on host memory */
+    /* alltoallv only blocking (its first round may add rounds to it, or
+     * decline: a plan then runs after it), on host memory */
     int a2av = k->coll == HCOMM_COLL_ALLTOALLV;
     int shm_ok = !a2av || (host_paths && !out);
     if (c->shm && shm_ok && !hcomm_select_is_forced(k->coll) &&

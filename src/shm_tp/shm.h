@@ -214,16 +214,18 @@ hcomm_status_t hcomm_shm_op_start_rv(hcomm_shm_op_t *op, hcomm_shm_t *shm,
                                      const void *sendbuf, void *recvbuf,
                                      const size_t *rcounts, hcomm_dtype_t dtype,
                                      hcomm_op_t rop);
-/* alltoallv through the slots, in one round: rank r's scounts[j]
- * elements at sdispls[j] land at rank j's rdispls[r] (in place, sendbuf ==
- * recvbuf: rcounts and rdispls stand for both). Every rank's blocks must
- * fit its slot; where any rank's do not, every rank sees it in the round,
- * and the call ends with op->declined set and nothing moved: it then runs
- * on a plan. The same round compares the counts: each rank publishes a
- * digest of what it sends every peer and one of what it expects from every
- * peer, and where the sums over the ranks differ, every rank fails with
- * HCOMM_ERR_MISMATCH before anything is copied; a receiver also checks its
- * block's length before it copies it. */
+/* alltoallv on the segment, for blocking calls only (its first round may
+ * add rounds to the call, which no later call may have numbered yet): rank
+ * r's scounts[j] elements at sdispls[j] land at rank j's rdispls[r] (in
+ * place, sendbuf == recvbuf: rcounts and rdispls stand for both). In the
+ * first round every rank learns every rank's sizes and all take the same
+ * route (shm_alltoallv.c): the blocks in that round, in more rounds, by
+ * direct reads, or none: the call then ends with op->declined set and
+ * nothing moved, and runs on a plan. The first round also compares the
+ * counts: each rank publishes a digest of what it sends every peer and
+ * one of what it expects from every peer, and where the sums over the
+ * ranks differ, every rank fails with HCOMM_ERR_MISMATCH before anything
+ * is copied; a receiver also checks each block's length where it can. */
 hcomm_status_t hcomm_shm_op_start_a2av(
     hcomm_shm_op_t *op, hcomm_shm_t *shm, const void *sendbuf, void *recvbuf,
     const size_t *scounts, const size_t *sdispls, const size_t *rcounts,

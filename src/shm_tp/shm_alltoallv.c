@@ -10,10 +10,17 @@
  * does not fit.
  *
  * Once every record is published, every rank sees the same heads and takes
- * the same route: each peer's block from the peer's record where that is
- * whole, else by a direct read of the peer's send buffer (a rank whose
- * buffer is read stays until its peers are done); where some rank's
- * blocks can be reached neither way, none (declined). */
+ * the same route:
+ *  - every record whole: each peer's block from its record;
+ *  - else, where the largest block of any rank, times the ranks, is at most
+ *    HCOMM_SHM_SLOTS_MAX_MOVE: more rounds through the slots, as alltoall
+ *    takes, each carrying a piece of every block (the call's rounds grow
+ *    from one: it is blocking, so no later call holds round numbers yet);
+ *  - else each peer's block from its record where whole, else by a direct
+ *    read of the peer's send buffer (a rank whose buffer is read stays
+ *    until its peers are done);
+ *  - where some rank's blocks can be reached none of these ways, none
+ *    (declined). */
 #include "shm_tp/shm_layout.h"
 #include "core/log.h"
 
@@ -25,6 +32,7 @@ typedef struct {
     uint64_t bytes;          /* the whole record's, UINT64_MAX past it */
     uint64_t sent, expected; /* sums of pair_term(), below */
     uint64_t readable;       /* peers may read the send buffer directly */
+    uint64_t largest;        /* of the blocks it sends */
 } head_t;
 
 typedef struct {
@@ -40,6 +48,11 @@ static size_t record_limit(const hcomm_shm_t *shm) {
     return shm->slot_bytes < HCOMM_SHM_SLOTS_MAX_MOVE
                ? shm->slot_bytes
                : HCOMM_SHM_SLOTS_MAX_MOVE;
+}
+
+/* Each block's piece in a round through the slots (0: too small). */
+static size_t piece_bytes(const hcomm_shm_t *shm) {
+    return (shm->slot_bytes / (size_t)shm->size) & ~(size_t)7;
 }
 
 static size_t table_bytes(const hcomm_shm_t *shm) {
@@ -122,17 +135,56 @@ hcomm_status_t hcomm_shm_op_start_a2av(
     return HCOMM_SUCCESS;
 }
 
+/* A later round's piece of block j: [*off, *off + return value). */
+static size_t piece_of(const hcomm_shm_op_t *op, size_t len, size_t *off) {
+    size_t piece = piece_bytes(op->shm);
+    *off = (op->round - 1) * piece;
+    return len <= *off ? 0 : len - *off < piece ? len - *off : piece;
+}
+
+/* A later round: this round's piece of every block, block j's at
+ * j * piece_bytes in the slot. */
+static void publish_pieces(hcomm_shm_op_t *op) {
+    hcomm_shm_t *shm = op->shm;
+    size_t n = (size_t)shm->size, piece = piece_bytes(shm), off;
+    const size_t *len = op->vcounts, *from = len + n;
+    char *in = hcomm_shm_in(shm, shm->rank, op->seq, n * piece);
+    for (size_t j = 0; j < n; j++) {
+        size_t bytes = piece_of(op, len[j], &off);
+        if (bytes) memcpy(in + j * piece, op->sendbuf + from[j] + off, bytes);
+    }
+}
+
+static void copy_pieces(hcomm_shm_op_t *op) {
+    hcomm_shm_t *shm = op->shm;
+    int n = shm->size, me = shm->rank;
+    size_t piece = piece_bytes(shm), off;
+    const size_t *want = op->vcounts + 2 * (size_t)n, *to = want + n;
+    for (int k = 0; k < n; k++) {
+        int r = hcomm_shm_rotated(shm, k);
+        size_t bytes = piece_of(op, want[r], &off);
+        const char *in = hcomm_shm_in(shm, r, op->seq, (size_t)n * piece);
+        if (bytes)
+            memcpy(op->recvbuf + to[r] + off, in + (size_t)me * piece, bytes);
+    }
+}
+
 void hcomm_shm_a2av_publish(hcomm_shm_op_t *op) {
+    if (op->round > 0) {
+        publish_pieces(op);
+        return;
+    }
     hcomm_shm_t *shm = op->shm;
     int me = shm->rank;
     size_t n = (size_t)shm->size;
     const size_t *len = op->vcounts, *from = len + n, *expects = len + 2 * n;
-    head_t head = {record_bytes(op), 0, 0, 0};
+    head_t head = {record_bytes(op), 0, 0, 0, 0};
     size_t extent = 0; /* of the send buffer */
     for (size_t j = 0; j < n; j++) {
         head.sent += pair_term(me, (int)j, len[j]);
         head.expected += pair_term((int)j, me, expects[j]);
         if (len[j] && from[j] + len[j] > extent) extent = from[j] + len[j];
+        if (len[j] > head.largest) head.largest = len[j];
     }
     size_t published = published_bytes(shm, head.bytes);
     char *rec = hcomm_shm_in(shm, me, op->seq, published);
@@ -220,17 +272,50 @@ static hcomm_status_t copy_blocks(hcomm_shm_op_t *op) {
     return HCOMM_SUCCESS;
 }
 
-hcomm_status_t hcomm_shm_a2av_copy(hcomm_shm_op_t *op) {
+/* The rounds through the slots that the largest block needs, or 0 where
+ * they are not the route (above). */
+static size_t piece_rounds(const hcomm_shm_t *shm, uint64_t largest) {
+    size_t piece = piece_bytes(shm), n = (size_t)shm->size;
+    if (!piece || largest > HCOMM_SHM_SLOTS_MAX_MOVE / n) return 0;
+    return (size_t)(largest + piece - 1) / piece;
+}
+
+/* Rounds through the slots follow: the call takes their numbers. */
+static hcomm_status_t take_rounds(hcomm_shm_op_t *op, size_t more) {
     hcomm_shm_t *shm = op->shm;
-    uint64_t sent = 0, expected = 0;
-    int reachable = 1; /* every record whole, or its buffer readable */
+    int n = shm->size, me = shm->rank;
+    const size_t *want = op->vcounts + 2 * (size_t)n;
+    for (int r = 0; r < n; r++) { /* the lengths, where tables are here */
+        const block_t *t = table_of(shm, r, op->seq);
+        if (t && t[me].bytes != want[r]) return mismatch(op);
+    }
+    size_t round = (size_t)n * piece_bytes(shm);
+    op->rounds = 1 + more;
+    op->chunk = round;
+    op->count = op->rounds * round;
+    shm->next_seq = op->first + op->rounds;
+    return HCOMM_SUCCESS;
+}
+
+hcomm_status_t hcomm_shm_a2av_copy(hcomm_shm_op_t *op) {
+    if (op->round > 0) {
+        copy_pieces(op);
+        return HCOMM_SUCCESS;
+    }
+    hcomm_shm_t *shm = op->shm;
+    uint64_t sent = 0, expected = 0, largest = 0;
+    int whole = 1, reachable = 1; /* every record whole, or readable */
     for (int r = 0; r < shm->size; r++) {
         const head_t *h = head_of(shm, r, op->seq);
         sent += h->sent;
         expected += h->expected;
+        whole &= h->bytes != UINT64_MAX;
         reachable &= h->bytes != UINT64_MAX || h->readable == 1;
+        if (h->largest > largest) largest = h->largest;
     }
     if (sent != expected) return mismatch(op);
+    size_t more = whole ? 0 : piece_rounds(shm, largest);
+    if (more) return take_rounds(op, more);
     if (!reachable) {
         op->declined = 1;
         return HCOMM_SUCCESS;

@@ -245,7 +245,7 @@ static int any_rank(int v) {
 /* Broken communicators of the plans stay alive to the end: a message a
  * failed rank never received could otherwise match a receive of the next
  * communicator, which may get the same id. */
-static hcomm_comm_t kept[2 * NCASES + 2];
+static hcomm_comm_t kept[2 * NCASES + 3];
 static int nkept;
 
 static void run_case(const case_t *c, int plans) {
@@ -342,7 +342,8 @@ static void run_case(const case_t *c, int plans) {
 
 /* alltoallv, whose ranks know only their own counts: rank 0 sends the last
  * rank one element more than it expects, in blocks that fit the segment's
- * records and in blocks that do not (direct reads). On the segment every
+ * records, that take more rounds and that are read directly. On the
+ * segment every
  * rank fails and names the pair; on the plans the last rank does. Nothing
  * lands outside a receive buffer. */
 static void run_alltoallv(size_t m, int plans) {
@@ -440,7 +441,8 @@ int main(int argc, char **argv) {
         run_queued();
         for (int plans = 0; plans < 2; plans++) {
             run_alltoallv(10, plans);     /* records in the ring or slot */
-            run_alltoallv(100000, plans); /* direct reads */
+            run_alltoallv(100000, plans); /* rounds through the slots */
+            run_alltoallv(600000, plans); /* direct reads */
         }
         for (size_t i = 0; i < NCASES; i++)
             run_case(&cases[i], 1);

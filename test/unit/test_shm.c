@@ -717,19 +717,35 @@ static void test_run_ahead(void **state) {
     }
 }
 
-/* alltoallv in its one round (shm.h): int32 blocks whose counts make
- * every record whole (blocks from the records), leave some or all out
+/* alltoallv (shm.h, shm_alltoallv.c): int32 blocks whose counts take
+ * every route: every record whole (blocks from the records), some or all
+ * not (more rounds through the slots), blocks past what the slots move
  * (direct reads of the send buffers; in place, declined, nothing moved),
  * then a rank that sends one element more than its receiver expects:
  * every rank fails, nothing written (last: the segment is failed after
  * it). Counts: what rank i sends rank j, alike both ways for in place. */
-enum { A2AV_SMALL, A2AV_MIXED, A2AV_LARGE, A2AV_MISMATCH, A2AV_SHAPES };
-#define A2AV_MAX 40
+enum {
+    A2AV_SMALL,
+    A2AV_MIXED,
+    A2AV_LARGE,
+    A2AV_HUGE,
+    A2AV_MISMATCH,
+    A2AV_SHAPES
+};
+/* direct: past what the slots move, read where a record's table fits,
+ * else (none) declined */
+typedef enum {
+    ROUTE_RECORDS,
+    ROUTE_ROUNDS,
+    ROUTE_DIRECT,
+    ROUTE_NONE
+} a2av_route_t;
 typedef struct {
     rank_t *rk;
     int wrong[A2AV_SHAPES][2];
     hcomm_status_t st[A2AV_SHAPES][2];
     int declined[A2AV_SHAPES][2], direct[A2AV_SHAPES][2];
+    size_t rounds[A2AV_SHAPES][2];
 } a2av_rank_t;
 
 static size_t a2av_count(int shape, int P, int i, int j) {
@@ -737,68 +753,87 @@ static size_t a2av_count(int shape, int P, int i, int j) {
     case A2AV_SMALL:
         return (size_t)(i + j) % 2;
     case A2AV_MIXED: /* rank 0's and the last rank's pair do not fit */
-        return i + j == P - 1 && i * j == 0 ? A2AV_MAX : (size_t)(i + j) % 2;
+        return i + j == P - 1 && i * j == 0 ? 40 : (size_t)(i + j) % 2;
+    case A2AV_HUGE: /* all blocks past 2 MiB */
+        return (2u << 20) / 4 / (size_t)P + (size_t)(i + j) % 3;
     default:
-        return (size_t)(i + j) % 5 + A2AV_MAX - 4;
+        return (size_t)(i + j) % 5 + 36;
     }
 }
 
 /* Whether rank i's record (head, table, blocks) fits a slot. */
 static int a2av_whole(int shape, int P, int i) {
-    size_t bytes = 32 + 32 * (size_t)P;
+    size_t bytes = 40 + 32 * (size_t)P;
     for (int j = 0; j < P; j++)
         bytes += 4 * a2av_count(shape, P, i, j);
     return bytes <= SLOT;
 }
 
+static a2av_route_t a2av_route(int shape, int P) {
+    int whole = 1;
+    for (int r = 0; r < P; r++)
+        whole &= a2av_whole(shape, P, r);
+    if (whole) return ROUTE_RECORDS;
+    if (shape != A2AV_HUGE) return ROUTE_ROUNDS;
+    return 40 + 32 * (size_t)P <= SLOT ? ROUTE_DIRECT : ROUTE_NONE;
+}
+
 static int32_t a2av_value(int from, int to, size_t k) {
-    return from * 1000000 + to * 1000 + (int32_t)k;
+    return from * 10000000 + to * 1000000 + (int32_t)k;
+}
+
+static void a2av_case(a2av_rank_t *a, int shape, int ip) {
+    int me = a->rk->rank, P = a->rk->size;
+    /* in place, a block's count each way must match: symmetric */
+    size_t sc[MAXP], sd[MAXP], rc[MAXP], rd[MAXP], at = 0, rat = 0;
+    for (int j = 0; j < P; j++) {
+        sc[j] = a2av_count(shape, P, ip ? j : me, ip ? me : j);
+        rc[j] = a2av_count(shape, P, j, me);
+        if (shape == A2AV_MISMATCH && me == 0 && j == P - 1) sc[j]++;
+        sd[j] = at;
+        rd[j] = rat + 1; /* a gap before each block */
+        at += sc[j];
+        rat += rc[j] + 1;
+    }
+    int32_t *send = malloc((at + 1) * 4), *recv = malloc((rat + 1) * 4);
+    assert_non_null(send);
+    assert_non_null(recv);
+    for (int j = 0; j < P; j++)
+        for (size_t k = 0; k < sc[j]; k++)
+            send[sd[j] + k] = a2av_value(me, j, k);
+    for (size_t k = 0; k < rat; k++)
+        recv[k] = -1;
+    for (int j = 0; ip && j < P; j++)
+        for (size_t k = 0; k < rc[j]; k++)
+            recv[rd[j] + k] = a2av_value(me, j, k);
+    hcomm_shm_op_t op;
+    hcomm_status_t st = hcomm_shm_op_start_a2av(
+        &op, a->rk->shm, ip ? recv : send, recv, ip ? rc : sc, ip ? rd : sd, rc,
+        rd, HCOMM_INT32);
+    if (st == HCOMM_SUCCESS) st = drive(&op, NULL);
+    a->st[shape][ip] = st;
+    a->declined[shape][ip] = op.declined;
+    a->direct[shape][ip] = op.algo == HCOMM_SHM_CMA;
+    a->rounds[shape][ip] = op.rounds;
+    /* what moved, or nothing (declined in place leaves the own blocks;
+     * otherwise -1 everywhere) */
+    int moved = st == HCOMM_SUCCESS && !op.declined;
+    for (int j = 0; j < P; j++) {
+        a->wrong[shape][ip] += recv[rd[j] - 1] != -1;
+        for (size_t k = 0; k < rc[j]; k++)
+            a->wrong[shape][ip] +=
+                recv[rd[j] + k] != (moved ? a2av_value(j, me, k)
+                                    : ip  ? a2av_value(me, j, k)
+                                          : -1);
+    }
+    free(send);
+    free(recv);
 }
 
 static void *a2av_main(void *arg) {
-    a2av_rank_t *a = arg;
-    int me = a->rk->rank, P = a->rk->size;
     for (int shape = 0; shape < A2AV_SHAPES; shape++)
-        for (int ip = 0; ip < 2 - (shape == A2AV_MISMATCH); ip++) {
-            /* in place, a block's count each way must match: symmetric */
-            size_t sc[MAXP], sd[MAXP], rc[MAXP], rd[MAXP], at = 0, rat = 0;
-            int32_t send[MAXP * A2AV_MAX], recv[MAXP * A2AV_MAX + MAXP];
-            for (int j = 0; j < P; j++) {
-                sc[j] = a2av_count(shape, P, ip ? j : me, ip ? me : j);
-                rc[j] = a2av_count(shape, P, j, me);
-                if (shape == A2AV_MISMATCH && me == 0 && j == P - 1) sc[j]++;
-                sd[j] = at;
-                rd[j] = rat + 1; /* a gap before each block */
-                at += sc[j];
-                rat += rc[j] + 1;
-                for (size_t k = 0; k < sc[j]; k++)
-                    send[sd[j] + k] = a2av_value(me, j, k);
-            }
-            for (size_t k = 0; k < rat; k++)
-                recv[k] = -1;
-            for (int j = 0; ip && j < P; j++)
-                for (size_t k = 0; k < rc[j]; k++)
-                    recv[rd[j] + k] = a2av_value(me, j, k);
-            hcomm_shm_op_t op;
-            hcomm_status_t st = hcomm_shm_op_start_a2av(
-                &op, a->rk->shm, ip ? recv : send, recv, ip ? rc : sc,
-                ip ? rd : sd, rc, rd, HCOMM_INT32);
-            if (st == HCOMM_SUCCESS) st = drive(&op, NULL);
-            a->st[shape][ip] = st;
-            a->declined[shape][ip] = op.declined;
-            a->direct[shape][ip] = op.algo == HCOMM_SHM_CMA;
-            /* what moved, or nothing (declined in place leaves the own
-             * blocks; otherwise -1 everywhere) */
-            int moved = st == HCOMM_SUCCESS && !op.declined;
-            for (int j = 0; j < P; j++) {
-                a->wrong[shape][ip] += recv[rd[j] - 1] != -1;
-                for (size_t k = 0; k < rc[j]; k++)
-                    a->wrong[shape][ip] +=
-                        recv[rd[j] + k] != (moved ? a2av_value(j, me, k)
-                                            : ip  ? a2av_value(me, j, k)
-                                                  : -1);
-            }
-        }
+        for (int ip = 0; ip < 2 - (shape == A2AV_MISMATCH); ip++)
+            a2av_case(arg, shape, ip);
     return NULL;
 }
 
@@ -812,9 +847,7 @@ static void test_alltoallv(void **state) {
         run_threads(P, rk, a2av_main, a, sizeof(a[0]));
         for (int shape = 0; shape < A2AV_SHAPES; shape++)
             for (int ip = 0; ip < 2 - (shape == A2AV_MISMATCH); ip++) {
-                int all_whole = 1;
-                for (int r = 0; r < P; r++)
-                    all_whole &= a2av_whole(shape, P, r);
+                a2av_route_t route = a2av_route(shape, P);
                 for (int r = 0; r < P; r++) {
                     assert_int_equal(a[r].wrong[shape][ip], 0);
                     if (shape == A2AV_MISMATCH) {
@@ -824,16 +857,19 @@ static void test_alltoallv(void **state) {
                     }
                     assert_int_equal(a[r].st[shape][ip], HCOMM_SUCCESS);
                     assert_int_equal(a[r].declined[shape][ip],
-                                     ip && !all_whole);
+                                     route == ROUTE_NONE ||
+                                         (ip && route == ROUTE_DIRECT));
                     assert_int_equal(a[r].direct[shape][ip],
-                                     !ip && !a2av_whole(shape, P, r));
+                                     !ip && route == ROUTE_DIRECT);
+                    assert_int_equal(a[r].rounds[shape][ip] > 1,
+                                     route == ROUTE_ROUNDS);
                 }
             }
         /* the routes this test means to cover are covered */
-        assert_true(a2av_whole(A2AV_SMALL, P, 0) || P > 4);
-        assert_false(a2av_whole(A2AV_LARGE, P, 0));
-        assert_false(a2av_whole(A2AV_MIXED, P, 0));
-        assert_true(a2av_whole(A2AV_MIXED, P, 1) || P == 2 || P > 4);
+        assert_true(a2av_route(A2AV_SMALL, P) == ROUTE_RECORDS || P > 3);
+        assert_int_equal(a2av_route(A2AV_MIXED, P), ROUTE_ROUNDS);
+        assert_true(a2av_route(A2AV_HUGE, P) == ROUTE_DIRECT || P > 4);
+        assert_true(a2av_whole(A2AV_MIXED, P, 1) || P == 2 || P > 3);
     }
 }
 
