@@ -3,10 +3,11 @@
 # fails within the timeout naming it (test_hang kill). Open MPI only: its
 # --enable-recovery keeps the survivors running.
 set -u
-: "${MPIRUN:=mpirun}" "${top_builddir:=.}"
-$MPIRUN --version 2>&1 | grep -q "Open MPI" || { echo "not Open MPI: skipped"; exit 77; }
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 HCOMM_TIMEOUT=20
-out=$(timeout 120 $MPIRUN --enable-recovery --oversubscribe --bind-to none -np 3 \
+. "$(dirname "$0")/../mpi_env.sh"
+[ -n "$mpi_flags" ] || { echo "not Open MPI: skipped"; exit 77; }
+export HCOMM_TIMEOUT=20
+# shellcheck disable=SC2086
+out=$(timeout 120 $MPIRUN --enable-recovery $mpi_flags -np 3 \
     "$top_builddir/test/integration/test_hang" kill 2>&1)
 echo "$out" | grep -E "test_hang|\[rank" 
 echo "$out" | grep -q "test_hang kill: [1-9][0-9]* passed, 0 failed" || exit 1

@@ -5,15 +5,9 @@
 # (the test hook HCOMM_TEST_CHECK_SLOW_RANK stretches its timed work);
 # refuses a bad argument (exit 2). No case may hang.
 set -u
-: "${MPIRUN:=mpirun}"
-: "${top_builddir:=.}"
+. "$(dirname "$0")/../mpi_env.sh"
 exe=$top_builddir/tools/hcomm_check
-flags=
-if $MPIRUN --version 2>&1 | grep -q "Open MPI"; then
-    flags="--oversubscribe --bind-to none"
-    export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-    export OMPI_MCA_mpi_yield_when_idle=1
-fi
+flags=$mpi_flags
 export HCOMM_TIMEOUT=60
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT

@@ -3,14 +3,9 @@
 # size from 64 KiB up, with the two times it measured; a bad size is
 # refused (exit 2, usage on stderr, nothing on stdout).
 set -u
-: "${MPIRUN:=mpirun}"
-: "${top_builddir:=.}"
+. "$(dirname "$0")/../mpi_env.sh"
 exe=$top_builddir/tools/hcomm_info
-flags=
-if $MPIRUN --version 2>&1 | grep -q "Open MPI"; then
-    flags="--oversubscribe --bind-to none"
-    export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-fi
+flags=$mpi_flags
 export HCOMM_TIMEOUT=60
 out=$(mktemp)
 err=$(mktemp)

@@ -3,14 +3,11 @@
 # and size with every rank's calls, the slowest rank named, and, where
 # matplotlib is installed, a PNG.
 set -u
-: "${MPIRUN:=mpirun}" "${top_builddir:=.}" "${top_srcdir:=.}"
+. "$(dirname "$0")/../mpi_env.sh"
+: "${top_srcdir:=.}"
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
-flags=
-if $MPIRUN --version 2>&1 | grep -q "Open MPI"; then
-    flags="--oversubscribe"
-    export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-fi
+flags=$mpi_flags
 HCOMM_TEST_PROFILE_DIR=$dir timeout 120 $MPIRUN $flags -np 2 \
     "$top_builddir/test/integration/test_profile" >/dev/null || exit 1
 fail=0

@@ -9,17 +9,9 @@ program= ranks="1 2 3 4 5" transports="ucx mpi" asan_options=
 . "$spec"
 [ -z "$asan_options" ] || export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}$asan_options"
 . "$(dirname "$0")/../max_ranks.sh"
-: "${MPIRUN:=mpirun}"
-: "${top_builddir:=.}"
+. "$(dirname "$0")/../mpi_env.sh"
 exe=$top_builddir/$program
-
-launch_flags=
-if $MPIRUN --version 2>&1 | grep -q "Open MPI"; then
-    launch_flags="--oversubscribe --bind-to none"
-    # Root in containers and CI; ranks beyond the cores must yield.
-    export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-    export OMPI_MCA_mpi_yield_when_idle=1
-fi
+launch_flags=$mpi_flags
 # A hang must fail the test, not the CI job.
 export HCOMM_TIMEOUT=${HCOMM_TIMEOUT:-60}
 

@@ -3,14 +3,9 @@
 # and after a rank is killed (its name is unlinked once every rank has
 # mapped it, so even a crash cannot leave it behind).
 set -u
-: "${MPIRUN:=mpirun}"
-: "${top_builddir:=.}"
+. "$(dirname "$0")/../mpi_env.sh"
 exe=$top_builddir/test/integration/test_shm
-flags=
-if $MPIRUN --version 2>&1 | grep -q "Open MPI"; then
-    flags="--oversubscribe --bind-to none"
-    export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-fi
+flags=$mpi_flags
 export HCOMM_TIMEOUT=60
 pidfile=$(mktemp)
 trap 'rm -f "$pidfile"' EXIT

@@ -31,8 +31,7 @@ same_taken= left_to_mpi= limit=600
 . "$spec"
 ranks=${HCOMM_TEST_RANKS:-$ranks}
 . "$(dirname "$0")/../max_ranks.sh"
-: "${MPIRUN:=mpirun}"
-: "${top_builddir:=.}"
+. "$(dirname "$0")/../mpi_env.sh"
 exe=$top_builddir/$program
 lib=$(cd "$top_builddir" && pwd)/.libs/libhcomm_mpi.so
 
@@ -47,13 +46,10 @@ if [ ! -x "$exe" ]; then
 fi
 [ -f "$lib" ] || { echo "FAILED: $lib is missing"; exit 1; }
 
-if $MPIRUN --version 2>&1 | grep -q "Open MPI"; then
-    launch="--oversubscribe --bind-to none"
-    export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-    export OMPI_MCA_mpi_yield_when_idle=1
+launch=$mpi_flags
+if [ -n "$mpi_flags" ]; then
     setenv() { printf -- '-x %s=%s ' "$1" "$2"; }
 else # MPICH's Hydra
-    launch=
     setenv() { printf -- '-genv %s %s ' "$1" "$2"; }
     # No hook runs HCOMM's non-blocking calls from MPICH's blocking ones
     # (interpose_ireq.c): MPI_Iallreduce goes to MPI there, and says why.

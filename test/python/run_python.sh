@@ -14,8 +14,7 @@ spec=$1
 script= needs=numpy ranks="1 2 3 4" transports="ucx mpi"
 . "$spec"
 . "$(dirname "$0")/../max_ranks.sh"
-: "${MPIRUN:=mpirun}"
-: "${top_builddir:=.}"
+. "$(dirname "$0")/../mpi_env.sh"
 : "${top_srcdir:=.}"
 
 python=
@@ -38,14 +37,9 @@ export PYTHONPATH LIBHCOMM_PATH
 export OMP_NUM_THREADS=1
 echo "$python ($("$python" --version 2>&1)), $lib"
 
-launch_flags=
-if $MPIRUN --version 2>&1 | grep -q "Open MPI"; then
-    launch_flags="--oversubscribe --bind-to none"
-    export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-    export OMPI_MCA_mpi_yield_when_idle=1
-    [ -z "${HCOMM_TEST_PRELOAD_FIRST:-}" ] ||
-        launch_flags="$launch_flags -x LD_PRELOAD=$HCOMM_TEST_PRELOAD_FIRST"
-fi
+launch_flags=$mpi_flags
+[ -z "$mpi_flags" ] || [ -z "${HCOMM_TEST_PRELOAD_FIRST:-}" ] ||
+    launch_flags="$launch_flags -x LD_PRELOAD=$HCOMM_TEST_PRELOAD_FIRST"
 export HCOMM_TIMEOUT=${HCOMM_TIMEOUT:-60}
 
 passed=0 failed=0 skipped=0
