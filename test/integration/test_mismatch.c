@@ -248,6 +248,18 @@ static int any_rank(int v) {
 static hcomm_comm_t kept[2 * NCASES + 3];
 static int nkept;
 
+/* After a case: its buffers go, and its communicator (those of the plans
+ * are kept, above). */
+static void case_end(guarded_t *s, guarded_t *r, hcomm_comm_t comm, int plans) {
+    MPI_Barrier(MPI_COMM_WORLD);
+    guarded_free(s, comm);
+    guarded_free(r, comm);
+    if (plans)
+        kept[nkept++] = comm;
+    else
+        CHECK_OK(hcomm_comm_free(&comm));
+}
+
 static void run_case(const case_t *c, int plans) {
     char what[160];
     snprintf(what, sizeof(what), "%s (%s)", c->name,
@@ -331,13 +343,7 @@ static void run_case(const case_t *c, int plans) {
             CHECK(st == HCOMM_ERR_MISMATCH, "%s: the root got %s", what,
                   hcomm_strerror(st));
     }
-    MPI_Barrier(MPI_COMM_WORLD);
-    guarded_free(&s, comm);
-    guarded_free(&r, comm);
-    if (plans)
-        kept[nkept++] = comm;
-    else
-        CHECK_OK(hcomm_comm_free(&comm));
+    case_end(&s, &r, comm, plans);
 }
 
 /* alltoallv, whose ranks know only their own counts: rank 0 sends the last
@@ -387,13 +393,7 @@ static void run_alltoallv(size_t m, int plans) {
         CHECK(rank != nranks - 1 || st == HCOMM_ERR_MISMATCH,
               "%s: the receiver got %s (%s)", what, hcomm_strerror(st), msg);
     }
-    MPI_Barrier(MPI_COMM_WORLD);
-    guarded_free(&s, comm);
-    guarded_free(&r, comm);
-    if (plans)
-        kept[nkept++] = comm;
-    else
-        CHECK_OK(hcomm_comm_free(&comm));
+    case_end(&s, &r, comm, plans);
 }
 
 /* Non-blocking: a mismatched call and one queued behind it on the same

@@ -8,7 +8,7 @@
  * (every dtype x op, rotating roots), gather and scatter at every root and
  * alltoall, in place and not, on the slots and by direct reads,
  * allgatherv and reduce_scatterv (every dtype x op) with per-rank counts
- * (some empty), barrier, and
+ * (some empty), alltoallv by every route, barrier, and
  * two non-blocking calls driven in reverse order. Results are compared element
  * by element with a reference reduced here in rank order (inputs are small
  * integers, so every order gives the same exact value). Ranks that pass
@@ -574,20 +574,45 @@ static void *agree_main(void *arg) {
     return NULL;
 }
 
+/* alltoallv on GPU memory agrees on the segment too (api.c): every rank
+ * agreeing passes; one rank on host memory, in its round, makes every
+ * rank fail. */
+static void *a2av_agree_main(void *arg) {
+    agree_rank_t *a = arg;
+    rank_t *rk = a->rk;
+    size_t zero[MAXP] = {0};
+    int32_t buf[1];
+    hcomm_shm_op_t op;
+    a->all_gpu = hcomm_shm_op_agree(&op, rk->shm, HCOMM_COLL_ALLTOALLV, 0,
+                                    HCOMM_INT32, HCOMM_SUM, 0);
+    if (a->all_gpu == HCOMM_SUCCESS) a->all_gpu = drive(&op, NULL);
+    if (rk->rank == 0)
+        a->mixed = hcomm_shm_op_start_a2av(&op, rk->shm, buf, buf + 1, zero,
+                                           zero, zero, zero, HCOMM_INT32);
+    else
+        a->mixed = hcomm_shm_op_agree(&op, rk->shm, HCOMM_COLL_ALLTOALLV, 0,
+                                      HCOMM_INT32, HCOMM_SUM, 0);
+    if (a->mixed == HCOMM_SUCCESS) a->mixed = drive(&op, NULL);
+    snprintf(a->why, sizeof(a->why), "%s", hcomm_last_error());
+    return NULL;
+}
+
 static void test_gpu_agreement(void **state) {
     (void)state;
-    for (int P = 2; P <= 4; P++) {
-        rank_t rk[MAXP];
-        agree_rank_t a[MAXP];
-        for (int r = 0; r < P; r++)
-            a[r] = (agree_rank_t){.rk = &rk[r]};
-        run_threads(P, rk, agree_main, a, sizeof(a[0]));
-        for (int r = 0; r < P; r++) {
-            assert_int_equal(a[r].all_gpu, HCOMM_SUCCESS);
-            assert_int_equal(a[r].mixed, HCOMM_ERR_MISMATCH);
-            assert_non_null(strstr(a[r].why, "memory differs"));
+    void *(*mains[])(void *) = {agree_main, a2av_agree_main};
+    for (int m = 0; m < 2; m++)
+        for (int P = 2; P <= 4; P++) {
+            rank_t rk[MAXP];
+            agree_rank_t a[MAXP];
+            for (int r = 0; r < P; r++)
+                a[r] = (agree_rank_t){.rk = &rk[r]};
+            run_threads(P, rk, mains[m], a, sizeof(a[0]));
+            for (int r = 0; r < P; r++) {
+                assert_int_equal(a[r].all_gpu, HCOMM_SUCCESS);
+                assert_int_equal(a[r].mixed, HCOMM_ERR_MISMATCH);
+                assert_non_null(strstr(a[r].why, "memory differs"));
+            }
         }
-    }
 }
 
 static void test_mismatch(void **state) {
@@ -873,45 +898,6 @@ static void test_alltoallv(void **state) {
     }
 }
 
-/* alltoallv on GPU memory agrees on the segment too (api.c): every rank
- * agreeing passes; one rank on host memory, in its round, makes every
- * rank fail. */
-static void *a2av_agree_main(void *arg) {
-    agree_rank_t *a = arg;
-    rank_t *rk = a->rk;
-    size_t zero[MAXP] = {0};
-    int32_t buf[1];
-    hcomm_shm_op_t op;
-    a->all_gpu = hcomm_shm_op_agree(&op, rk->shm, HCOMM_COLL_ALLTOALLV, 0,
-                                    HCOMM_INT32, HCOMM_SUM, 0);
-    if (a->all_gpu == HCOMM_SUCCESS) a->all_gpu = drive(&op, NULL);
-    if (rk->rank == 0)
-        a->mixed = hcomm_shm_op_start_a2av(&op, rk->shm, buf, buf + 1, zero,
-                                           zero, zero, zero, HCOMM_INT32);
-    else
-        a->mixed = hcomm_shm_op_agree(&op, rk->shm, HCOMM_COLL_ALLTOALLV, 0,
-                                      HCOMM_INT32, HCOMM_SUM, 0);
-    if (a->mixed == HCOMM_SUCCESS) a->mixed = drive(&op, NULL);
-    snprintf(a->why, sizeof(a->why), "%s", hcomm_last_error());
-    return NULL;
-}
-
-static void test_alltoallv_gpu_agreement(void **state) {
-    (void)state;
-    for (int P = 2; P <= 4; P++) {
-        rank_t rk[MAXP];
-        agree_rank_t a[MAXP];
-        for (int r = 0; r < P; r++)
-            a[r] = (agree_rank_t){.rk = &rk[r]};
-        run_threads(P, rk, a2av_agree_main, a, sizeof(a[0]));
-        for (int r = 0; r < P; r++) {
-            assert_int_equal(a[r].all_gpu, HCOMM_SUCCESS);
-            assert_int_equal(a[r].mixed, HCOMM_ERR_MISMATCH);
-            assert_non_null(strstr(a[r].why, "memory differs"));
-        }
-    }
-}
-
 static void test_2_ranks(void **state) {
     (void)state;
     run_ranks(2);
@@ -935,15 +921,10 @@ static void test_8_ranks(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_mismatch),
-        cmocka_unit_test(test_gpu_agreement),
-        cmocka_unit_test(test_run_ahead),
-        cmocka_unit_test(test_2_ranks),
-        cmocka_unit_test(test_3_ranks),
-        cmocka_unit_test(test_4_ranks),
-        cmocka_unit_test(test_5_ranks),
-        cmocka_unit_test(test_8_ranks),
-        cmocka_unit_test(test_alltoallv),
-        cmocka_unit_test(test_alltoallv_gpu_agreement)};
+        cmocka_unit_test(test_mismatch),  cmocka_unit_test(test_gpu_agreement),
+        cmocka_unit_test(test_run_ahead), cmocka_unit_test(test_2_ranks),
+        cmocka_unit_test(test_3_ranks),   cmocka_unit_test(test_4_ranks),
+        cmocka_unit_test(test_5_ranks),   cmocka_unit_test(test_8_ranks),
+        cmocka_unit_test(test_alltoallv)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
