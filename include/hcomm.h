@@ -280,10 +280,12 @@ HCOMM_API hcomm_status_t hcomm_irecv(void *buf, size_t count,
  * not send is added to the next call's input, and the result converges as
  * if nothing had been dropped.
  *  - AUTO: the first call of each size (to the power of two) on a
- *    communicator times BF16 against no compression, every rank taking the
- *    slowest rank's times, and the faster (BF16 only when 20% faster) serves
- *    that size from then on; the log (HCOMM_DEBUG=info) says what it
- *    measured and picked. */
+ *    communicator times BF16, and the lossy scheme in the options' lossy
+ *    field if any, against no compression, every rank taking the slowest
+ *    rank's times, and returns the uncompressed result; later calls of that
+ *    size take the fastest, a lossier one only where it is 20% faster than
+ *    the best less lossy one (BF16 against none, the lossy scheme against
+ *    both). The log (HCOMM_DEBUG=info) says what it measured and picked. */
 typedef enum {
     HCOMM_COMPRESS_NONE = 0,
     HCOMM_COMPRESS_BF16,
@@ -302,6 +304,9 @@ typedef struct {
     hcomm_compress_t compress;
     double density;               /* TOPK: the fraction kept, in (0, 1] */
     hcomm_compress_state_t state; /* TOPK, ONEBIT: NULL for none */
+    /* AUTO: the lossy scheme it may also pick (TOPK at density, or ONEBIT,
+     * each with state), or NONE: BF16 at most */
+    hcomm_compress_t lossy;
 } hcomm_allreduce_opts_t;
 
 /* hcomm_allreduce with options; opts NULL takes the communicator's

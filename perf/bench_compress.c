@@ -95,7 +95,8 @@ int main(int argc, char **argv) {
             hcomm_compress_state_t st = NULL;
             if (k >= HCOMM_COMPRESS_TOPK)
                 hcomm_compress_state_create(j.comm, j.count, &st);
-            j.opts = (hcomm_allreduce_opts_t){(hcomm_compress_t)k, 0.01, st};
+            j.opts = (hcomm_allreduce_opts_t){
+                .compress = (hcomm_compress_t)k, .density = 0.01, .state = st};
             double t = median_us(run_ex, &j, iters);
             hcomm_compress_state_free(&st);
             /* what each rank puts on the wire, by the schemes' definition */

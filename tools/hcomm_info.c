@@ -10,6 +10,7 @@
 #include "core/comm.h"
 #include "core/config.h"
 #include "core/gpu.h"
+#include "compress/compress.h"
 #include "core/size_parse.h"
 #include "hcomm.h"
 #include "topo/topo.h"
@@ -122,19 +123,30 @@ static void print_topology(const hcomm_topo_t *t, const rank_report_t *all) {
         printf("  %s\n", all[r].line);
 }
 
-/* What compression auto picks here (hcomm_allreduce_ex, HCOMM_COMPRESS_AUTO):
- * its first call of each size measures bf16 against no compression on the
- * job's own links, the slowest rank's times deciding; rank 0 prints them. */
+/* What compression auto picks here (hcomm_allreduce_ex, HCOMM_COMPRESS_AUTO,
+ * with the lossy scheme HCOMM_COMPRESS=auto:<lossy> allows): its first
+ * call of each size measures bf16 (and that scheme) against no compression
+ * on the job's own links, the slowest rank's times deciding; rank 0 prints
+ * them. */
 static int print_compress_picks(hcomm_comm_t comm, int rank, size_t max) {
+    static const char *names[] = {"none", "bf16", "fp16", "topk", "onebit"};
     hcomm_comm_impl_t *c;
-    hcomm_allreduce_opts_t auto_opts = {HCOMM_COMPRESS_AUTO, 0, NULL};
+    hcomm_allreduce_opts_t auto_opts = {.compress = HCOMM_COMPRESS_AUTO};
+    const char *cfg = hcomm_cfg_str(HCOMM_CFG_COMPRESS);
     float *in = malloc(max), *out = malloc(max);
     hcomm_status_t st = in && out ? HCOMM_SUCCESS : HCOMM_ERR_NO_MEMORY;
+    if (st == HCOMM_SUCCESS && strncmp(cfg, "auto:", 5) == 0)
+        st = hcomm_compress_parse(cfg, &auto_opts.compress, &auto_opts.density,
+                                  &auto_opts.lossy);
     if (st == HCOMM_SUCCESS) st = hcomm_comm_lookup(comm, &c);
+    int lossy = auto_opts.lossy != HCOMM_COMPRESS_NONE;
+    char col[48] = "", head[32];
+    snprintf(head, sizeof(head), "%s (us)", names[auto_opts.lossy]);
+    if (lossy) snprintf(col, sizeof(col), " %12s", head);
     if (rank == 0 && st == HCOMM_SUCCESS)
-        printf("compression auto (bf16 where at least 20%% faster than none; "
-               "float32 sum, slowest rank):\n%12s %12s %12s  %s\n",
-               "bytes", "bf16 (us)", "none (us)", "picks");
+        printf("compression auto (a lossier scheme where at least 20%% faster; "
+               "float32 sum, slowest rank):\n%12s %12s %12s%s  %s\n",
+               "bytes", "bf16 (us)", "none (us)", col, "picks");
     for (size_t bytes = 64 << 10; st == HCOMM_SUCCESS && bytes <= max;
          bytes *= 4) {
         size_t count = bytes / sizeof(float);
@@ -143,11 +155,13 @@ static int print_compress_picks(hcomm_comm_t comm, int rank, size_t max) {
         st = hcomm_allreduce_ex(in, out, count, HCOMM_FLOAT32, HCOMM_SUM, comm,
                                 &auto_opts);
         unsigned cls = 63 - (unsigned)__builtin_clzll(bytes);
-        if (rank == 0 && st == HCOMM_SUCCESS)
+        if (rank == 0 && st == HCOMM_SUCCESS && lossy)
+            printf("%12zu %12.0f %12.0f %12.0f  %s\n", bytes,
+                   c->compress_us[cls][0], c->compress_us[cls][1],
+                   c->compress_us[cls][2], names[c->compress_pick[cls] - 1]);
+        else if (rank == 0 && st == HCOMM_SUCCESS)
             printf("%12zu %12.0f %12.0f  %s\n", bytes, c->compress_us[cls][0],
-                   c->compress_us[cls][1],
-                   c->compress_pick[cls] == 1 + HCOMM_COMPRESS_BF16 ? "bf16"
-                                                                    : "none");
+                   c->compress_us[cls][1], names[c->compress_pick[cls] - 1]);
     }
     if (st != HCOMM_SUCCESS && rank == 0)
         fprintf(stderr, "hcomm_info: %s\n", hcomm_last_error());

@@ -38,9 +38,17 @@ float hcomm_onebit_pack(const float *x, size_t n, uint8_t *bits);
 void hcomm_onebit_unpack(float *acc, const uint8_t *bits, float scale, size_t n,
                          int add);
 
-/* "none", "bf16", "fp16", "topk:<density>", "onebit" into *kind and
- * *density; an error naming the value otherwise. */
+/* "none", "bf16", "fp16", "topk:<density>", "onebit", "auto" into *kind
+ * and *density, and "auto:topk:<density>" or "auto:onebit" into AUTO with
+ * *lossy the lossy scheme it may pick (else NONE); an error naming the
+ * value otherwise. */
 hcomm_status_t hcomm_compress_parse(const char *s, hcomm_compress_t *kind,
-                                    double *density);
+                                    double *density, hcomm_compress_t *lossy);
+/* What AUTO picks from the times it measured (us; lossy_us where lossy is
+ * not NONE): a lossier scheme only where it is 20% faster than the best
+ * less lossy one. */
+hcomm_compress_t hcomm_compress_auto_pick(double none_us, double bf16_us,
+                                          double lossy_us,
+                                          hcomm_compress_t lossy);
 
 #endif

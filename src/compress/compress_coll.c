@@ -248,46 +248,91 @@ static double now_us(void) {
     return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec * 1e-3;
 }
 
-/* HCOMM_COMPRESS_AUTO's first call of a size: bf16 into scratch, then the
- * call itself uncompressed, both timed; the slowest rank's times decide
- * for every rank alike. */
+static const char *compress_name(hcomm_compress_t k) {
+    static const char *names[] = {"none", "bf16", "fp16", "top-k", "onebit"};
+    return (unsigned)k < sizeof(names) / sizeof(*names) ? names[k] : "?";
+}
+
+hcomm_compress_t hcomm_compress_auto_pick(double none_us, double bf16_us,
+                                          double lossy_us,
+                                          hcomm_compress_t lossy) {
+    hcomm_compress_t pick = HCOMM_COMPRESS_NONE;
+    double best = none_us;
+    if (bf16_us < 0.8 * best) {
+        pick = HCOMM_COMPRESS_BF16;
+        best = bf16_us;
+    }
+    if (lossy != HCOMM_COMPRESS_NONE && lossy_us < 0.8 * best) pick = lossy;
+    return pick;
+}
+
+/* HCOMM_COMPRESS_AUTO's first call of a size: bf16 and the lossy scheme
+ * allowed (without error feedback: the state stays as the caller left it)
+ * into scratch, then the call itself uncompressed, all timed; the slowest
+ * rank's times decide for every rank alike. */
 static hcomm_status_t measure_auto(hcomm_comm_impl_t *c, unsigned cls,
                                    const float *in, float *out, size_t count,
-                                   hcomm_op_t op) {
+                                   hcomm_op_t op, hcomm_compress_t lossy,
+                                   double density) {
     float *scratch = malloc(count * sizeof(float));
     if (!scratch)
         return hcomm_error(HCOMM_ERR_NO_MEMORY, "no memory for %zu values",
                            count);
-    double t[2], worst[2];
-    t[0] = now_us();
-    hcomm_status_t st = run_compressed(c, HCOMM_COMPRESS_BF16, 0, NULL, in,
-                                       scratch, count, op == HCOMM_AVG);
-    t[0] = now_us() - t[0];
+    double t[3] = {0, 0, 0}, worst[3];
+    hcomm_compress_t tried[2] = {HCOMM_COMPRESS_BF16, lossy};
+    hcomm_status_t st = HCOMM_SUCCESS;
+    for (int i = 0; i < 2 && st == HCOMM_SUCCESS; i++) {
+        if (tried[i] == HCOMM_COMPRESS_NONE) continue;
+        double start = now_us();
+        st = run_compressed(c, tried[i], density, NULL, in, scratch, count,
+                            op == HCOMM_AVG);
+        t[i ? 2 : 0] = now_us() - start;
+    }
     free(scratch);
     if (st != HCOMM_SUCCESS) return st;
     t[1] = now_us();
     st = hcomm_allreduce(in, out, count, HCOMM_FLOAT32, op, c->handle);
     t[1] = now_us() - t[1];
     if (st == HCOMM_SUCCESS)
-        st = hcomm_allreduce(t, worst, 2, HCOMM_FLOAT64, HCOMM_MAX, c->handle);
+        st = hcomm_allreduce(t, worst, 3, HCOMM_FLOAT64, HCOMM_MAX, c->handle);
     if (st != HCOMM_SUCCESS) return st;
-    int bf16 = worst[0] < 0.8 * worst[1];
-    c->compress_us[cls][0] = (float)worst[0];
-    c->compress_us[cls][1] = (float)worst[1];
-    c->compress_pick[cls] =
-        (uint8_t)(1 + (bf16 ? HCOMM_COMPRESS_BF16 : HCOMM_COMPRESS_NONE));
+    hcomm_compress_t pick =
+        hcomm_compress_auto_pick(worst[1], worst[0], worst[2], lossy);
+    for (int i = 0; i < 3; i++)
+        c->compress_us[cls][i] = (float)worst[i];
+    c->compress_lossy[cls] = (uint8_t)(1 + lossy);
+    c->compress_density[cls] = density;
+    c->compress_pick[cls] = (uint8_t)(1 + pick);
+    char also[64] = "";
+    if (lossy != HCOMM_COMPRESS_NONE)
+        snprintf(also, sizeof(also), ", %s %.0f us", compress_name(lossy),
+                 worst[2]);
     HCOMM_LOG(HCOMM_LOG_INFO,
               "compression auto on communicator %u, %zu to %zu bytes: bf16 "
-              "%.0f us, uncompressed %.0f us (slowest rank): %s",
+              "%.0f us%s, uncompressed %.0f us (slowest rank): %s",
               (unsigned)c->id, (size_t)1 << cls, ((size_t)2 << cls) - 1,
-              worst[0], worst[1], bf16 ? "bf16" : "none");
+              worst[0], also, worst[1], compress_name(pick));
     return HCOMM_SUCCESS;
 }
 
 /* HCOMM_COMPRESS's values. */
 hcomm_status_t hcomm_compress_parse(const char *s, hcomm_compress_t *kind,
-                                    double *density) {
+                                    double *density, hcomm_compress_t *lossy) {
     *density = 0;
+    *lossy = HCOMM_COMPRESS_NONE;
+    if (s && strncmp(s, "auto:", 5) == 0) {
+        hcomm_compress_t inner, unused;
+        if (hcomm_compress_parse(s + 5, &inner, density, &unused) !=
+                HCOMM_SUCCESS ||
+            (inner != HCOMM_COMPRESS_TOPK && inner != HCOMM_COMPRESS_ONEBIT))
+            return hcomm_error(HCOMM_ERR_INVALID_ARG,
+                               "HCOMM_COMPRESS=%s: auto may add topk:<density> "
+                               "or onebit, as auto:topk:0.01",
+                               s);
+        *kind = HCOMM_COMPRESS_AUTO;
+        *lossy = inner;
+        return HCOMM_SUCCESS;
+    }
     if (!s || !*s || strcmp(s, "none") == 0) {
         *kind = HCOMM_COMPRESS_NONE;
     } else if (strcmp(s, "bf16") == 0) {
@@ -311,7 +356,7 @@ hcomm_status_t hcomm_compress_parse(const char *s, hcomm_compress_t *kind,
     } else {
         return hcomm_error(HCOMM_ERR_INVALID_ARG,
                            "HCOMM_COMPRESS=%s: expected none, bf16, fp16, "
-                           "topk:<density>, onebit or auto",
+                           "topk:<density>, onebit, auto or auto:<lossy>",
                            s);
     }
     return HCOMM_SUCCESS;
@@ -322,7 +367,7 @@ hcomm_status_t hcomm_compress_parse(const char *s, hcomm_compress_t *kind,
 static hcomm_status_t default_opts(hcomm_allreduce_opts_t *o) {
     memset(o, 0, sizeof(*o));
     return hcomm_compress_parse(hcomm_cfg_str(HCOMM_CFG_COMPRESS), &o->compress,
-                                &o->density);
+                                &o->density, &o->lossy);
 }
 
 hcomm_status_t hcomm_allreduce_ex(const void *sendbuf, void *recvbuf,
@@ -350,7 +395,15 @@ hcomm_status_t hcomm_allreduce_ex(const void *sendbuf, void *recvbuf,
         return hcomm_error(HCOMM_ERR_UNSUPPORTED,
                            "allreduce: compression takes float32 sum and avg "
                            "only");
-    if (o.compress == HCOMM_COMPRESS_TOPK && !(o.density > 0 && o.density <= 1))
+    int autos = o.compress == HCOMM_COMPRESS_AUTO;
+    if (autos && o.lossy != HCOMM_COMPRESS_NONE &&
+        o.lossy != HCOMM_COMPRESS_TOPK && o.lossy != HCOMM_COMPRESS_ONEBIT)
+        return hcomm_error(HCOMM_ERR_INVALID_ARG,
+                           "allreduce: auto may add top-k or onebit, not %s",
+                           compress_name(o.lossy));
+    if ((o.compress == HCOMM_COMPRESS_TOPK ||
+         (autos && o.lossy == HCOMM_COMPRESS_TOPK)) &&
+        !(o.density > 0 && o.density <= 1))
         return hcomm_error(HCOMM_ERR_INVALID_ARG,
                            "allreduce: top-k density %g is not in (0, 1]",
                            o.density);
@@ -367,7 +420,8 @@ hcomm_status_t hcomm_allreduce_ex(const void *sendbuf, void *recvbuf,
                            "allreduce: compression takes host memory only");
     hcomm_compress_state_t state = o.state;
     int lossy = o.compress == HCOMM_COMPRESS_TOPK ||
-                o.compress == HCOMM_COMPRESS_ONEBIT;
+                o.compress == HCOMM_COMPRESS_ONEBIT ||
+                (autos && o.lossy != HCOMM_COMPRESS_NONE);
     if (state && lossy && (state->comm != comm || state->count != count))
         return hcomm_error(HCOMM_ERR_INVALID_ARG,
                            "allreduce: the compression state was made for %zu "
@@ -376,16 +430,21 @@ hcomm_status_t hcomm_allreduce_ex(const void *sendbuf, void *recvbuf,
                            state->comm == comm ? "this" : "another", count);
     if (count == 0)
         return hcomm_allreduce(sendbuf, recvbuf, 0, dtype, op, comm);
-    if (o.compress == HCOMM_COMPRESS_AUTO) {
+    if (autos) { /* measured once per size and lossy scheme allowed */
         unsigned cls = 63 - (unsigned)__builtin_clzll(count * 4);
-        if (!c->compress_pick[cls])
-            return measure_auto(c, cls, sendbuf, recvbuf, count, op);
+        if (!c->compress_pick[cls] || c->compress_lossy[cls] != 1 + o.lossy ||
+            (o.lossy == HCOMM_COMPRESS_TOPK &&
+             c->compress_density[cls] != o.density))
+            return measure_auto(c, cls, sendbuf, recvbuf, count, op, o.lossy,
+                                o.density);
         o.compress = (hcomm_compress_t)(c->compress_pick[cls] - 1);
         if (o.compress == HCOMM_COMPRESS_NONE)
             return hcomm_allreduce(sendbuf, recvbuf, count, dtype, op, comm);
     }
-    return run_compressed(c, o.compress, o.density, lossy ? state : NULL,
-                          sendbuf, recvbuf, count, op == HCOMM_AVG);
+    int fed = o.compress == HCOMM_COMPRESS_TOPK ||
+              o.compress == HCOMM_COMPRESS_ONEBIT; /* error feedback */
+    return run_compressed(c, o.compress, o.density, fed ? state : NULL, sendbuf,
+                          recvbuf, count, op == HCOMM_AVG);
 }
 
 hcomm_status_t hcomm_compress_state_create(hcomm_comm_t comm, size_t count,

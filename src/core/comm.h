@@ -64,9 +64,13 @@ typedef struct hcomm_comm_impl {
     int ndev_mem;
     uint32_t dev_mem_ids;
     /* hcomm_allreduce_ex with HCOMM_COMPRESS_AUTO: per power-of-two size,
-     * 0 until measured, then 1 + the scheme picked. */
+     * 0 until measured, then 1 + the scheme picked, what it measured (us:
+     * bf16, uncompressed, the lossy scheme allowed) and the lossy scheme
+     * it measured (1 + the kind, 0: none allowed) at which density. */
     uint8_t compress_pick[64];
-    float compress_us[64][2]; /* what it measured: bf16, uncompressed */
+    float compress_us[64][3];
+    uint8_t compress_lossy[64];
+    double compress_density[64];
     uint64_t uses;
     int inflight; /* requests started and not yet completed */
     hcomm_plan_slot_t plans[HCOMM_PLAN_CACHE_SIZE];

@@ -135,8 +135,10 @@ static const cfg_entry_t table[HCOMM_CFG_COUNT] = {
     {"HCOMM_COMPRESS", CFG_STRING, "none", NULL,
      "What hcomm_allreduce_ex sends without options: none, bf16, fp16 "
      "(float32 sums as 16-bit numbers), topk:<density> or onebit (lossy, "
-     "without error feedback; pass a state in the options for it), or auto "
-     "(bf16 for the sizes where a first call measured it 20% faster)."},
+     "without error feedback; pass a state in the options for it), auto "
+     "(bf16 for the sizes where a first call measured it 20% faster), or "
+     "auto:topk:<density> or auto:onebit (that scheme too, where 20% faster "
+     "than the best less lossy one)."},
 };
 
 typedef struct {

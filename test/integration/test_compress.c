@@ -81,7 +81,7 @@ static void test_half(hcomm_compress_t kind, size_t count, int inplace,
           *out = malloc((count + 1) * sizeof(float));
     fill(in, count, rank, 0);
     if (inplace) out = memcpy(out, in, count * sizeof(float));
-    hcomm_allreduce_opts_t o = {kind, 0, NULL};
+    hcomm_allreduce_opts_t o = {.compress = kind};
     CHECK_OK(hcomm_allreduce_ex(inplace ? out : in, out, count, HCOMM_FLOAT32,
                                 op, comm, &o));
     /* two roundings (each value out, each sum back) of at most half an ulp:
@@ -129,7 +129,8 @@ static void test_topk(size_t count, double density) {
     float *want = malloc(count * sizeof(float));
     fill(in, count, rank, 1);
     topk_expected(count, density, want);
-    hcomm_allreduce_opts_t o = {HCOMM_COMPRESS_TOPK, density, NULL};
+    hcomm_allreduce_opts_t o = {.compress = HCOMM_COMPRESS_TOPK,
+                                .density = density};
     CHECK_OK(
         hcomm_allreduce_ex(in, out, count, HCOMM_FLOAT32, HCOMM_SUM, comm, &o));
     CHECK(memcmp(out, want, count * sizeof(float)) == 0,
@@ -172,7 +173,7 @@ static void test_onebit(size_t count) {
     float *want = malloc(count * sizeof(float));
     fill(in, count, rank, 1);
     onebit_expected(count, want);
-    hcomm_allreduce_opts_t o = {HCOMM_COMPRESS_ONEBIT, 0, NULL};
+    hcomm_allreduce_opts_t o = {.compress = HCOMM_COMPRESS_ONEBIT};
     CHECK_OK(
         hcomm_allreduce_ex(in, out, count, HCOMM_FLOAT32, HCOMM_SUM, comm, &o));
     CHECK(memcmp(out, want, count * sizeof(float)) == 0,
@@ -183,8 +184,11 @@ static void test_onebit(size_t count) {
 }
 
 /* T calls with error feedback: the outputs plus every residual sum to T
- * times the inputs' sum (up to float rounding). */
-static void test_feedback(hcomm_compress_t kind, size_t count) {
+ * times the inputs' sum (up to float rounding). With autos, AUTO with kind
+ * allowed: its first call, which measures, returns the exact sum and
+ * leaves the residuals alone; the later ones take what it picked (within
+ * bf16's bound where that is bf16). */
+static void test_feedback(hcomm_compress_t kind, size_t count, int autos) {
     enum { T = 6 };
     float *in = malloc(count * sizeof(float)),
           *out = malloc(count * sizeof(float));
@@ -194,13 +198,27 @@ static void test_feedback(hcomm_compress_t kind, size_t count) {
     hcomm_compress_state_t st;
     CHECK_OK(hcomm_compress_state_create(comm, count, &st));
     fill(in, count, rank, 1);
-    hcomm_allreduce_opts_t o = {kind, 0.05, st};
+    hcomm_allreduce_opts_t o = {.compress = autos ? HCOMM_COMPRESS_AUTO : kind,
+                                .density = 0.05,
+                                .state = st,
+                                .lossy = autos ? kind : HCOMM_COMPRESS_NONE};
     for (int t = 0; t < T; t++) {
         CHECK_OK(hcomm_allreduce_ex(in, out, count, HCOMM_FLOAT32, HCOMM_SUM,
                                     comm, &o));
         for (size_t i = 0; i < count; i++)
             got[i] += out[i];
+        size_t touched = 0;
+        for (size_t i = 0; autos && t == 0 && i < count; i++)
+            touched += st->worker[i] != 0;
+        CHECK(touched == 0, "auto's measuring call left %zu residuals",
+              touched);
     }
+    hcomm_comm_impl_t *c;
+    CHECK_OK(hcomm_comm_lookup(comm, &c));
+    unsigned cls = 63 - (unsigned)__builtin_clzll(count * 4);
+    double bound = autos && c->compress_pick[cls] == 1 + HCOMM_COMPRESS_BF16
+                       ? 0x1p-7 * T
+                       : 1e-3;
     /* this rank's worker residual, plus its server residual at its chunk
      * (of its part: on nodes, block (local rank) of the count) */
     for (size_t i = 0; i < count; i++)
@@ -218,10 +236,14 @@ static void test_feedback(hcomm_compress_t kind, size_t count) {
         for (int r = 0; r < nranks; r++)
             want += signed_value(r, i);
         want *= T;
-        bad += !(fabs(got[i] + all[i] - want) <= 1e-3 * (fabs(want) + 100));
+        bad += !(fabs(got[i] + all[i] - want) <= bound * (fabs(want) + 100));
     }
-    CHECK(bad == 0, "%s feedback over %d calls lost something at %zu of %zu",
-          kind == HCOMM_COMPRESS_TOPK ? "top-k" : "one-bit", T, bad, count);
+    CHECK(bad == 0,
+          "%s%s feedback over %d calls lost something at %zu of %zu (picked "
+          "%d)",
+          autos ? "auto, " : "",
+          kind == HCOMM_COMPRESS_TOPK ? "top-k" : "one-bit", T, bad, count,
+          c->compress_pick[cls] - 1);
     /* reset: the next call sees no residual */
     CHECK_OK(hcomm_compress_state_reset(st));
     size_t left = 0;
@@ -240,7 +262,7 @@ static void test_feedback(hcomm_compress_t kind, size_t count) {
 static void test_refusals(void) {
     int32_t i32[4] = {1, 2, 3, 4};
     float f[4] = {1, 2, 3, 4}, g[4];
-    hcomm_allreduce_opts_t o = {HCOMM_COMPRESS_BF16, 0, NULL};
+    hcomm_allreduce_opts_t o = {.compress = HCOMM_COMPRESS_BF16};
     CHECK(hcomm_allreduce_ex(i32, i32, 4, HCOMM_INT32, HCOMM_SUM, comm, &o) ==
               HCOMM_ERR_UNSUPPORTED,
           "int32 with bf16 accepted");
@@ -288,7 +310,7 @@ static void test_auto(void) {
     size_t n = 100003;
     float *in = malloc(n * sizeof(float)), *out = malloc(n * sizeof(float));
     fill(in, n, rank, 0);
-    hcomm_allreduce_opts_t o = {HCOMM_COMPRESS_AUTO, 0, NULL};
+    hcomm_allreduce_opts_t o = {.compress = HCOMM_COMPRESS_AUTO};
     for (int call = 0; call < 3; call++) {
         CHECK_OK(
             hcomm_allreduce_ex(in, out, n, HCOMM_FLOAT32, HCOMM_SUM, comm, &o));
@@ -327,8 +349,10 @@ static void test_all(void) {
         test_topk(lossy[c], 0.1);
         test_onebit(lossy[c]);
     }
-    test_feedback(HCOMM_COMPRESS_TOPK, 4099);
-    test_feedback(HCOMM_COMPRESS_ONEBIT, 4099);
+    test_feedback(HCOMM_COMPRESS_TOPK, 4099, 0);
+    test_feedback(HCOMM_COMPRESS_ONEBIT, 4099, 0);
+    test_feedback(HCOMM_COMPRESS_TOPK, 4099, 1);
+    test_feedback(HCOMM_COMPRESS_ONEBIT, 70001, 1);
     test_refusals();
     test_default();
     test_auto();

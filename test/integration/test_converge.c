@@ -64,7 +64,7 @@ static double train(hcomm_compress_t kind, int feedback, const char *name) {
     float w[D] = {0}, g[D], avg[D];
     hcomm_compress_state_t st = NULL;
     if (feedback) CHECK_OK(hcomm_compress_state_create(comm, D, &st));
-    hcomm_allreduce_opts_t o = {kind, 0.01, st};
+    hcomm_allreduce_opts_t o = {.compress = kind, .density = 0.01, .state = st};
     for (int t = 0; t < STEPS; t++) {
         memset(g, 0, sizeof(g));
         for (int i = 0; i < ROWS; i++) {

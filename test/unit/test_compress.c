@@ -121,32 +121,60 @@ static void test_onebit(void **state) {
 
 static void test_parse(void **state) {
     (void)state;
-    hcomm_compress_t k;
+    hcomm_compress_t k, l;
     double d;
-    assert_int_equal(hcomm_compress_parse("none", &k, &d), HCOMM_SUCCESS);
+    assert_int_equal(hcomm_compress_parse("none", &k, &d, &l), HCOMM_SUCCESS);
     assert_int_equal(k, HCOMM_COMPRESS_NONE);
-    assert_int_equal(hcomm_compress_parse("bf16", &k, &d), HCOMM_SUCCESS);
+    assert_int_equal(hcomm_compress_parse("bf16", &k, &d, &l), HCOMM_SUCCESS);
     assert_int_equal(k, HCOMM_COMPRESS_BF16);
-    assert_int_equal(hcomm_compress_parse("fp16", &k, &d), HCOMM_SUCCESS);
+    assert_int_equal(hcomm_compress_parse("fp16", &k, &d, &l), HCOMM_SUCCESS);
     assert_int_equal(k, HCOMM_COMPRESS_FP16);
-    assert_int_equal(hcomm_compress_parse("onebit", &k, &d), HCOMM_SUCCESS);
+    assert_int_equal(hcomm_compress_parse("onebit", &k, &d, &l), HCOMM_SUCCESS);
     assert_int_equal(k, HCOMM_COMPRESS_ONEBIT);
-    assert_int_equal(hcomm_compress_parse("auto", &k, &d), HCOMM_SUCCESS);
+    assert_int_equal(hcomm_compress_parse("auto", &k, &d, &l), HCOMM_SUCCESS);
     assert_int_equal(k, HCOMM_COMPRESS_AUTO);
-    assert_int_equal(hcomm_compress_parse("topk:0.01", &k, &d), HCOMM_SUCCESS);
+    assert_int_equal(hcomm_compress_parse("topk:0.01", &k, &d, &l),
+                     HCOMM_SUCCESS);
     assert_int_equal(k, HCOMM_COMPRESS_TOPK);
     assert_true(d == 0.01);
-    const char *bad[] = {"topk",      "topk:", "topk:0", "topk:1.5", "topk:x",
-                         "topk:0.1x", "bf32",  "Auto",   "NONE"};
+    assert_int_equal(l, HCOMM_COMPRESS_NONE);
+    assert_int_equal(hcomm_compress_parse("auto:topk:0.05", &k, &d, &l),
+                     HCOMM_SUCCESS);
+    assert_int_equal(k, HCOMM_COMPRESS_AUTO);
+    assert_int_equal(l, HCOMM_COMPRESS_TOPK);
+    assert_true(d == 0.05);
+    assert_int_equal(hcomm_compress_parse("auto:onebit", &k, &d, &l),
+                     HCOMM_SUCCESS);
+    assert_int_equal(l, HCOMM_COMPRESS_ONEBIT);
+    const char *bad[] = {"topk",     "topk:",     "topk:0",    "topk:1.5",
+                         "topk:x",   "topk:0.1x", "bf32",      "Auto",
+                         "NONE",     "auto:",     "auto:bf16", "auto:auto",
+                         "auto:topk"};
     for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++)
-        assert_int_equal(hcomm_compress_parse(bad[i], &k, &d),
+        assert_int_equal(hcomm_compress_parse(bad[i], &k, &d, &l),
                          HCOMM_ERR_INVALID_ARG);
 }
 
+/* A lossier scheme only where 20% faster than the best less lossy one. */
+static void test_auto_pick(void **state) {
+    (void)state;
+    const hcomm_compress_t N = HCOMM_COMPRESS_NONE, B = HCOMM_COMPRESS_BF16,
+                           T = HCOMM_COMPRESS_TOPK;
+    assert_int_equal(hcomm_compress_auto_pick(100, 90, 0, N), N);
+    assert_int_equal(hcomm_compress_auto_pick(100, 79, 0, N), B);
+    assert_int_equal(hcomm_compress_auto_pick(100, 79, 70, T), B);
+    assert_int_equal(hcomm_compress_auto_pick(100, 79, 63, T), T);
+    assert_int_equal(hcomm_compress_auto_pick(100, 90, 79, T), T);
+    assert_int_equal(hcomm_compress_auto_pick(100, 90, 81, T), N);
+    assert_int_equal(hcomm_compress_auto_pick(100, 200, 1, N), N);
+}
+
 int main(void) {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_half_round_trip), cmocka_unit_test(test_topk),
-        cmocka_unit_test(test_topk_ties), cmocka_unit_test(test_onebit),
-        cmocka_unit_test(test_parse)};
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_half_round_trip),
+                                       cmocka_unit_test(test_topk),
+                                       cmocka_unit_test(test_topk_ties),
+                                       cmocka_unit_test(test_onebit),
+                                       cmocka_unit_test(test_parse),
+                                       cmocka_unit_test(test_auto_pick)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
