@@ -1,13 +1,13 @@
-/* alltoallv on the node's segment, in one round (hcomm_shm_op_start_a2av,
- * shm.h). A rank knows only its own counts, so every rank publishes one
- * record: a head (the record's length, two digests of its counts, whether
- * peers may read its send buffer directly), a table (per peer: where the
- * block for it lies in the record and in the send buffer, its length, and
- * the length this rank expects back), then the blocks. The head sits in
- * the round's ring entry, on the arrive counter's line; the record with it
- * where it fits, else in the slot of the round's parity. A record too large
- * for the slot leaves its blocks out, and its table too where even that
- * does not fit.
+/* alltoallv on the node's segment (hcomm_shm_op_start_a2av, shm.h). A rank
+ * knows only its own counts, so in the call's first round every rank
+ * publishes one record: a head (the record's length, its largest block, two
+ * digests of its counts, whether peers may read its send buffer directly),
+ * a table (per peer: where the block for it lies in the record and in the
+ * send buffer, its length, and the length this rank expects back), then
+ * the blocks. The head sits in the round's ring entry, on the arrive
+ * counter's line; the record with it where it fits, else in the slot of
+ * the round's parity. A record too large for the slot leaves its blocks
+ * out, and its table too where even that does not fit.
  *
  * Once every record is published, every rank sees the same heads and takes
  * the same route:
