@@ -129,7 +129,6 @@ static void print_topology(const hcomm_topo_t *t, const rank_report_t *all) {
  * on the job's own links, the slowest rank's times deciding; rank 0 prints
  * them. */
 static int print_compress_picks(hcomm_comm_t comm, int rank, size_t max) {
-    static const char *names[] = {"none", "bf16", "fp16", "topk", "onebit"};
     hcomm_comm_impl_t *c;
     hcomm_allreduce_opts_t auto_opts = {.compress = HCOMM_COMPRESS_AUTO};
     const char *cfg = hcomm_cfg_str(HCOMM_CFG_COMPRESS);
@@ -141,7 +140,8 @@ static int print_compress_picks(hcomm_comm_t comm, int rank, size_t max) {
     if (st == HCOMM_SUCCESS) st = hcomm_comm_lookup(comm, &c);
     int lossy = auto_opts.lossy != HCOMM_COMPRESS_NONE;
     char col[48] = "", head[32];
-    snprintf(head, sizeof(head), "%s (us)", names[auto_opts.lossy]);
+    snprintf(head, sizeof(head), "%s (us)",
+             hcomm_compress_name(auto_opts.lossy));
     if (lossy) snprintf(col, sizeof(col), " %12s", head);
     if (rank == 0 && st == HCOMM_SUCCESS)
         printf("compression auto (a lossier scheme where at least 20%% faster; "
@@ -158,10 +158,12 @@ static int print_compress_picks(hcomm_comm_t comm, int rank, size_t max) {
         if (rank == 0 && st == HCOMM_SUCCESS && lossy)
             printf("%12zu %12.0f %12.0f %12.0f  %s\n", bytes,
                    c->compress_us[cls][0], c->compress_us[cls][1],
-                   c->compress_us[cls][2], names[c->compress_pick[cls] - 1]);
+                   c->compress_us[cls][2],
+                   hcomm_compress_name(c->compress_pick[cls] - 1));
         else if (rank == 0 && st == HCOMM_SUCCESS)
             printf("%12zu %12.0f %12.0f  %s\n", bytes, c->compress_us[cls][0],
-                   c->compress_us[cls][1], names[c->compress_pick[cls] - 1]);
+                   c->compress_us[cls][1],
+                   hcomm_compress_name(c->compress_pick[cls] - 1));
     }
     if (st != HCOMM_SUCCESS && rank == 0)
         fprintf(stderr, "hcomm_info: %s\n", hcomm_last_error());

@@ -588,18 +588,16 @@ static hcomm_status_t run_call(const call_t *k, hcomm_comm_t comm,
     int shm_ok = !a2av || (host_paths && !out);
     if (c->shm && shm_ok && !hcomm_select_is_forced(k->coll) &&
         (host_paths || !out)) {
+        int declined; /* k is &kv, as for every variable-count call */
+        if (a2av && (st = run_direct_a2av(&kv, c, pc, &declined), !declined))
+            return st;
         hcomm_shm_algo_t direct =
-            hcomm_shm_select(c->shm, k->coll, k->count * esize);
-        if (a2av) {
-            int declined; /* k is &kv, as for every variable-count call */
-            st = run_direct_a2av(&kv, c, pc, &declined);
-            if (!declined) return st;
-        } else if (direct != HCOMM_SHM_NONE && host_paths) {
+            a2av ? HCOMM_SHM_NONE
+                 : hcomm_shm_select(c->shm, k->coll, k->count * esize);
+        if (direct != HCOMM_SHM_NONE && host_paths)
             return run_direct(k, c, direct, out, pc);
-        }
 #ifdef HAVE_CUDA
-        if (direct != HCOMM_SHM_NONE && !host_paths &&
-            k->count * esize <= STAGED_MAX)
+        if (direct != HCOMM_SHM_NONE && k->count * esize <= STAGED_MAX)
             return run_staged(k, c, &mem, direct, pc);
 #endif
     }

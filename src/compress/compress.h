@@ -44,6 +44,8 @@ void hcomm_onebit_unpack(float *acc, const uint8_t *bits, float scale, size_t n,
  * value otherwise. */
 hcomm_status_t hcomm_compress_parse(const char *s, hcomm_compress_t *kind,
                                     double *density, hcomm_compress_t *lossy);
+/* A scheme's name, as HCOMM_COMPRESS spells it ("topk", "bf16", ...). */
+const char *hcomm_compress_name(hcomm_compress_t k);
 /* What AUTO picks from the times it measured (us; lossy_us where lossy is
  * not NONE): a lossier scheme only where it is 20% faster than the best
  * less lossy one. */

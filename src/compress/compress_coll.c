@@ -248,8 +248,8 @@ static double now_us(void) {
     return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec * 1e-3;
 }
 
-static const char *compress_name(hcomm_compress_t k) {
-    static const char *names[] = {"none", "bf16", "fp16", "top-k", "onebit"};
+const char *hcomm_compress_name(hcomm_compress_t k) {
+    static const char *names[] = {"none", "bf16", "fp16", "topk", "onebit"};
     return (unsigned)k < sizeof(names) / sizeof(*names) ? names[k] : "?";
 }
 
@@ -305,13 +305,13 @@ static hcomm_status_t measure_auto(hcomm_comm_impl_t *c, unsigned cls,
     c->compress_pick[cls] = (uint8_t)(1 + pick);
     char also[64] = "";
     if (lossy != HCOMM_COMPRESS_NONE)
-        snprintf(also, sizeof(also), ", %s %.0f us", compress_name(lossy),
+        snprintf(also, sizeof(also), ", %s %.0f us", hcomm_compress_name(lossy),
                  worst[2]);
     HCOMM_LOG(HCOMM_LOG_INFO,
               "compression auto on communicator %u, %zu to %zu bytes: bf16 "
               "%.0f us%s, uncompressed %.0f us (slowest rank): %s",
               (unsigned)c->id, (size_t)1 << cls, ((size_t)2 << cls) - 1,
-              worst[0], also, worst[1], compress_name(pick));
+              worst[0], also, worst[1], hcomm_compress_name(pick));
     return HCOMM_SUCCESS;
 }
 
@@ -400,7 +400,7 @@ hcomm_status_t hcomm_allreduce_ex(const void *sendbuf, void *recvbuf,
         o.lossy != HCOMM_COMPRESS_TOPK && o.lossy != HCOMM_COMPRESS_ONEBIT)
         return hcomm_error(HCOMM_ERR_INVALID_ARG,
                            "allreduce: auto may add top-k or onebit, not %s",
-                           compress_name(o.lossy));
+                           hcomm_compress_name(o.lossy));
     if ((o.compress == HCOMM_COMPRESS_TOPK ||
          (autos && o.lossy == HCOMM_COMPRESS_TOPK)) &&
         !(o.density > 0 && o.density <= 1))

@@ -183,9 +183,10 @@ typedef struct {
     /* allgatherv, reduce_scatterv: every rank's count (count is the
      * largest) and, allgatherv, place */
     const size_t *vcounts, *vdispls;
-    size_t *vcopy; /* what they point into: the call's copy (alltoallv:
-                    * vcounts is shm->a2av_bytes) */
-    int declined;  /* alltoallv: blocks too large here, run a plan */
+    size_t *vcopy;         /* what they point into: the call's copy (alltoallv:
+                            * vcounts is shm->a2av_bytes) */
+    int declined;          /* alltoallv: blocks too large here, run a plan */
+    uint64_t record_bytes; /* alltoallv: this rank's first-round record */
     /* A CUDA IPC call's agreement: every rank's registration, this rank's
      * sent with the descriptor and the peers' read back before the round
      * ends (the ring entry holding them is reused only after that). */

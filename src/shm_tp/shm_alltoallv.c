@@ -131,7 +131,8 @@ hcomm_status_t hcomm_shm_op_start_a2av(
     /* One round of one element per byte published: the slot's or the ring
      * entry's reuse then follows from the length, as for the others. */
     op->esize = 1;
-    op->count = op->chunk = published_bytes(shm, record_bytes(op));
+    op->record_bytes = record_bytes(op);
+    op->count = op->chunk = published_bytes(shm, op->record_bytes);
     return HCOMM_SUCCESS;
 }
 
@@ -178,7 +179,7 @@ void hcomm_shm_a2av_publish(hcomm_shm_op_t *op) {
     int me = shm->rank;
     size_t n = (size_t)shm->size;
     const size_t *len = op->vcounts, *from = len + n, *expects = len + 2 * n;
-    head_t head = {record_bytes(op), 0, 0, 0, 0};
+    head_t head = {op->record_bytes, 0, 0, 0, 0};
     size_t extent = 0; /* of the send buffer */
     for (size_t j = 0; j < n; j++) {
         head.sent += pair_term(me, (int)j, len[j]);
