@@ -328,9 +328,10 @@ hcomm_compress_state_free(hcomm_compress_state_t *state);
 /* The same collectives ordered on a CUDA stream (stream: a cudaStream_t,
  * NULL for the legacy default stream): the call starts once the work
  * enqueued on stream before it has run, and work enqueued after it sees its
- * result. Buffers may be device, managed or host memory. For now the call
- * returns once the collective is complete (it waits for the stream's
- * earlier work first); HCOMM built without CUDA returns
+ * result. Buffers may be device, managed or host memory. On device memory
+ * the call returns without waiting (the README's "GPU memory" says where it
+ * waits instead); a failure found after it returned makes the
+ * communicator's next call fail. HCOMM built without CUDA returns
  * HCOMM_ERR_UNSUPPORTED. */
 HCOMM_API hcomm_status_t hcomm_allreduce_stream(
     const void *sendbuf, void *recvbuf, size_t count, hcomm_dtype_t dtype,

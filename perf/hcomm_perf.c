@@ -1097,8 +1097,9 @@ int main(int argc, char **argv) {
     perf_ctx_t c;
     char err[ERRLEN] = "";
     memset(&c, 0, sizeof c);
-    /* Stream-ordered calls run on HCOMM's progress thread, which needs MPI
-     * at MPI_THREAD_MULTIPLE; other runs keep MPI's default level. */
+    /* Stream-ordered calls on the plans run on HCOMM's own thread, which
+     * MPI's transport may use only at MPI_THREAD_MULTIPLE; other runs keep
+     * MPI's default level. */
     int want_threads = 0, provided;
     for (int i = 1; i < argc; i++)
         want_threads |= !strcmp(argv[i], "-S") || !strcmp(argv[i], "--stream");

@@ -8,6 +8,7 @@
 #include "core/log.h"
 #include "core/profile.h"
 #include "core/request.h"
+#include "core/stream_worker.h"
 #include "cuda_ipc/ipc.h"
 #include "kernels/reduce.h"
 #include "topo/topo.h"
@@ -33,6 +34,7 @@ typedef struct {
     /* its flight recorder entry, when a part of it ran already (an
      * alltoallv the segment declined): the plan's request takes it on */
     uint64_t flight_call;
+    hcomm_comm_t queued_on; /* a queued stream-ordered call's communicator */
 } call_t;
 
 /* Where a call's buffers live. */
@@ -462,50 +464,120 @@ static hcomm_status_t run_ipc(const call_t *k, hcomm_comm_impl_t *c,
  * 19.7 us against 36.7 through UCX, 32 KiB 38.7 against 48.4, but 2 MiB
  * 721 us against 61 and 8 MiB 2627 against 162 (the CPU copies). */
 #define STAGED_MAX ((size_t)64 << 10)
+
+/* A call's buffers staged through pinned host memory: h is the call on the
+ * staging, sb bytes for what it sends, then rb for what it receives. */
+typedef struct {
+    call_t h;
+    char *tmp;
+    size_t sb, rb;
+    int dev;
+} staging_t;
+
+/* Makes the staging and enqueues on stream the copies into it: the receive
+ * buffer's too (a broadcast root's data, the blocks a call leaves as they
+ * were). On failure nothing is left to free. */
+static hcomm_status_t stage_in(const call_t *k, const hcomm_comm_impl_t *c,
+                               int dev, void *stream, staging_t *g) {
+    size_t esize = hcomm_dtype_size(k->dtype);
+    int us, ur;
+    buffers_used(k, c, &us, &ur);
+    int inplace = us && ur && k->sendbuf == k->recvbuf;
+    g->sb = us && !inplace ? send_count(k, c) * esize : 0;
+    g->rb = ur ? recv_count(k, c) * esize : 0;
+    if (inplace && send_count(k, c) * esize > g->rb)
+        g->rb = send_count(k, c) * esize;
+    g->dev = dev;
+    g->tmp = hcomm_gpu_alloc(HCOMM_GPU_POOL_PINNED, dev, g->sb + g->rb + 1);
+    if (!g->tmp) return HCOMM_ERR_NO_MEMORY;
+    g->h = *k;
+    g->h.sendbuf = us ? g->tmp : NULL;
+    g->h.recvbuf = ur ? g->tmp + g->sb : NULL;
+    if (inplace) g->h.sendbuf = g->h.recvbuf;
+    hcomm_status_t st = HCOMM_SUCCESS;
+    if (g->sb) st = hcomm_gpu_copy_async(g->tmp, k->sendbuf, g->sb, stream);
+    if (st == HCOMM_SUCCESS && g->rb)
+        st = hcomm_gpu_copy_async(g->tmp + g->sb, k->recvbuf, g->rb, stream);
+    if (st != HCOMM_SUCCESS) {
+        hcomm_gpu_stream_sync(stream); /* a copy may have been enqueued */
+        hcomm_gpu_free(HCOMM_GPU_POOL_PINNED, dev, g->tmp, g->sb + g->rb + 1);
+    }
+    return st;
+}
+
+static void stage_free(staging_t *g) {
+    hcomm_gpu_free(HCOMM_GPU_POOL_PINNED, g->dev, g->tmp, g->sb + g->rb + 1);
+}
+
 static hcomm_status_t run_staged(const call_t *k, hcomm_comm_impl_t *c,
                                  call_mem_t *mem, hcomm_shm_algo_t direct,
                                  hcomm_prof_call_t *pc) {
     struct hcomm_gpu_ctx *ctx;
     hcomm_status_t st = gpu_context(c, mem, &ctx);
     if (st != HCOMM_SUCCESS) return st;
-    size_t esize = hcomm_dtype_size(k->dtype);
-    int us, ur;
-    buffers_used(k, c, &us, &ur);
-    int inplace = us && ur && k->sendbuf == k->recvbuf;
-    size_t sb = us && !inplace ? send_count(k, c) * esize : 0;
-    size_t rb = ur ? recv_count(k, c) * esize : 0;
-    if (inplace && send_count(k, c) * esize > rb) rb = send_count(k, c) * esize;
-    int dev = hcomm_gpu_ctx_device(ctx);
-    char *tmp = hcomm_gpu_alloc(HCOMM_GPU_POOL_PINNED, dev, sb + rb + 1);
-    if (!tmp) return HCOMM_ERR_NO_MEMORY;
     /* The communicator's IPC stream follows the default stream, as a
      * blocking call must (README, "GPU memory"). */
     void *s = hcomm_gpu_ctx_stream(ctx, HCOMM_GPU_STREAM_IPC);
-    call_t h = *k;
-    h.sendbuf = us ? tmp : NULL;
-    h.recvbuf = ur ? tmp + sb : NULL;
-    if (inplace) h.sendbuf = h.recvbuf;
-    if (sb) st = hcomm_gpu_copy_async(tmp, k->sendbuf, sb, s);
-    /* the receive buffer too: a broadcast root's data, the blocks a call
-     * leaves as they were */
-    if (st == HCOMM_SUCCESS && rb)
-        st = hcomm_gpu_copy_async(tmp + sb, k->recvbuf, rb, s);
-    if (st == HCOMM_SUCCESS) st = hcomm_gpu_stream_sync(s);
-    if (st == HCOMM_SUCCESS) st = run_direct(&h, c, direct, NULL, pc);
-    if (st == HCOMM_SUCCESS && rb) {
-        st = hcomm_gpu_copy_async(k->recvbuf, tmp + sb, rb, s);
+    staging_t g;
+    if ((st = stage_in(k, c, hcomm_gpu_ctx_device(ctx), s, &g))) return st;
+    st = hcomm_gpu_stream_sync(s);
+    if (st == HCOMM_SUCCESS) st = run_direct(&g.h, c, direct, NULL, pc);
+    if (st == HCOMM_SUCCESS && g.rb) {
+        st = hcomm_gpu_copy_async(k->recvbuf, g.tmp + g.sb, g.rb, s);
         if (st == HCOMM_SUCCESS) st = hcomm_gpu_stream_sync(s);
     }
-    hcomm_gpu_free(HCOMM_GPU_POOL_PINNED, dev, tmp, sb + rb + 1);
+    if (st != HCOMM_SUCCESS) hcomm_gpu_stream_sync(s); /* a copy out */
+    stage_free(&g);
     return st;
 }
 #endif
 
-/* A stream-ordered call waits for the work enqueued on its stream before
- * it, then runs like a blocking one: work enqueued after it then finds its
- * result. (Returning before the result, with the stream made to wait for
- * the host, deadlocked: UCX's CUDA transports may wait for the whole GPU,
- * that stream included, while they move the call's data.) */
+static hcomm_status_t run(const call_t *k, hcomm_comm_t comm,
+                          hcomm_request_t *out);
+
+#ifdef HAVE_CUDA
+/* A stream-ordered call on the plans, queued for HCOMM's worker, which runs
+ * it on the staging (core/stream_worker.h). */
+static hcomm_status_t run_queued(void *arg) {
+    const staging_t *g = arg;
+    return run(&g->h, g->h.queued_on, NULL);
+}
+
+static void queued_done(void *arg) {
+    stage_free(arg);
+    free(arg);
+}
+
+static hcomm_status_t queue_call(const call_t *k, hcomm_comm_impl_t *c,
+                                 const call_mem_t *mem) {
+    staging_t *g = malloc(sizeof(*g));
+    if (!g)
+        return hcomm_error(HCOMM_ERR_NO_MEMORY, "no memory to queue %s",
+                           hcomm_coll_name(k->coll));
+    int prev = hcomm_gpu_use_device(mem->device);
+    hcomm_status_t st = prev < 0 ? HCOMM_ERR_INTERNAL
+                                 : stage_in(k, c, mem->device, k->stream, g);
+    if (st != HCOMM_SUCCESS) {
+        free(g);
+    } else {
+        g->h.queued_on = c->handle;
+        st = hcomm_stream_queue(c, k->stream, mem->device, run_queued,
+                                queued_done, g, k->recvbuf, g->tmp + g->sb,
+                                g->rb);
+        if (st != HCOMM_SUCCESS) {
+            hcomm_gpu_stream_sync(k->stream); /* copies into the staging */
+            queued_done(g);
+        }
+    }
+    if (prev >= 0) hcomm_gpu_use_device(prev);
+    return st;
+}
+#endif
+
+/* A stream-ordered call where the worker may not run it (MPI's transport
+ * below MPI_THREAD_MULTIPLE), or on host memory, waits for the work
+ * enqueued on its stream before it, then runs like a blocking one: work
+ * enqueued after it then finds its result. */
 static hcomm_status_t stream_inputs_ready(const call_t *k) {
 #ifdef HAVE_CUDA
     return hcomm_gpu_stream_sync(k->stream);
@@ -539,6 +611,14 @@ static hcomm_status_t run_call(const call_t *k, hcomm_comm_t comm,
     hcomm_flight_poll();
     if (atomic_load_explicit(&c->aborted, memory_order_relaxed))
         c->broken = HCOMM_ERR_ABORTED;
+    int failed = atomic_load(&c->stream_failed);
+    if (failed && !c->broken) {
+        c->broken = (hcomm_status_t)failed;
+        return hcomm_error(c->broken,
+                           "communicator %u: a stream-ordered call failed "
+                           "(%s); free it",
+                           (unsigned)c->id, c->stream_why);
+    }
     if (c->broken)
         return hcomm_error(c->broken,
                            "communicator %u failed earlier (%s); free it",
@@ -560,8 +640,12 @@ static hcomm_status_t run_call(const call_t *k, hcomm_comm_t comm,
         if ((st = check_overlap(k, c, esize, inplace)) == HCOMM_SUCCESS)
             st = classify(k, c, &mem);
     }
+    /* A stream-ordered call queued earlier, which HCOMM's worker now runs
+     * (core/stream_worker.h) once its stream's earlier work has ended: its
+     * arguments were checked when it was queued. */
+    int queued = hcomm_stream_in_worker();
     /* HCOMM_CHECK: the ranks compare arguments, and refuse together */
-    if (hcomm_check_on && !p2p)
+    if (hcomm_check_on && !p2p && !queued)
         st = hcomm_check_call(c->mpi_comm, c->size, k->coll, k->dtype, k->op,
                               k->root, mem.on_gpu, k->count, st);
     if (st != HCOMM_SUCCESS) return st;
@@ -569,16 +653,20 @@ static hcomm_status_t run_call(const call_t *k, hcomm_comm_t comm,
 #ifdef HAVE_CUDA
     /* Device buffers of ranks on one node: kernels over CUDA IPC (a
      * stream-ordered call enqueues its kernel and returns). */
-    if (mem.on_gpu && !hcomm_select_is_forced(k->coll) &&
+    if (!queued && mem.on_gpu && !hcomm_select_is_forced(k->coll) &&
         hcomm_ipc_applies(c, k->coll, k->count * esize)) {
         int taken;
+        hcomm_stream_drain(c);
         st = run_ipc(k, c, &mem, out, pc, &taken);
         if (taken) return st;
     }
+    /* On the plans: the worker runs it, and the call returns now. */
+    if (!queued && k->on_stream && mem.on_gpu && hcomm_stream_queue_ok(c))
+        return queue_call(k, c, &mem);
 #endif
+    hcomm_stream_drain(c);
     /* Stream-ordered: the stream's earlier work writes the inputs. */
-    if (k->on_stream && (st = stream_inputs_ready(k)) != HCOMM_SUCCESS)
-        return st;
+    if (k->on_stream && !queued && (st = stream_inputs_ready(k))) return st;
     /* The shared segment and the node stages copy with the CPU. */
     int host_paths = !mem.on_gpu;
     /* count 0 too: every rank's descriptor must meet the others' */
@@ -715,7 +803,7 @@ static hcomm_status_t run(const call_t *k, hcomm_comm_t comm,
 
 #define CALL(coll, sbuf, rbuf, count, dtype, op, root, tag)                    \
     (call_t) {                                                                 \
-        coll, sbuf, rbuf, count, dtype, op, root, tag, 0, NULL, NULL, 0        \
+        coll, sbuf, rbuf, count, dtype, op, root, tag, 0, NULL, NULL, 0, NULL  \
     }
 #define NONBLOCKING(k, comm, request)                                          \
     ((request)                                                                 \

@@ -6,6 +6,7 @@
 #include "core/gpu.h"
 #include "cuda_ipc/ipc.h"
 #include "core/log.h"
+#include "core/stream_worker.h"
 #include "shm_tp/shm.h"
 #include "topo/topo.h"
 #include "ucx_tp/ucx_tp.h"
@@ -217,6 +218,7 @@ hcomm_status_t hcomm_comm_create(MPI_Comm mpi_comm, hcomm_comm_t *comm) {
     if (inter)
         return hcomm_error(HCOMM_ERR_UNSUPPORTED,
                            "intercommunicators are not supported");
+    hcomm_stream_drain(NULL);
     return create_from(mpi_comm, comm);
 }
 
@@ -227,6 +229,7 @@ hcomm_status_t hcomm_comm_split(hcomm_comm_t comm, int color, int key,
     if (st != HCOMM_SUCCESS) return st;
     *newcomm = HCOMM_COMM_NULL;
     if ((st = hcomm_comm_lookup(comm, &c)) != HCOMM_SUCCESS) return st;
+    hcomm_stream_drain(c);
     MPI_Comm part;
     if (PMPI_Comm_split(c->mpi_comm, color < 0 ? MPI_UNDEFINED : color, key,
                         &part) != MPI_SUCCESS)
@@ -243,6 +246,7 @@ hcomm_status_t hcomm_comm_dup(hcomm_comm_t comm, hcomm_comm_t *newcomm) {
     if (st != HCOMM_SUCCESS) return st;
     *newcomm = HCOMM_COMM_NULL;
     if ((st = hcomm_comm_lookup(comm, &c)) != HCOMM_SUCCESS) return st;
+    hcomm_stream_drain(c);
     return create_from(c->mpi_comm, newcomm);
 }
 
@@ -282,6 +286,7 @@ hcomm_status_t hcomm_comm_free(hcomm_comm_t *comm) {
     hcomm_status_t st = check_ready(comm);
     if (st != HCOMM_SUCCESS) return st;
     if ((st = hcomm_comm_lookup(*comm, &c)) != HCOMM_SUCCESS) return st;
+    hcomm_stream_drain(c);
     if (c->inflight)
         return hcomm_error(HCOMM_ERR_INVALID_ARG,
                            "communicator %u has %d requests in flight: wait "

@@ -73,6 +73,12 @@ typedef struct hcomm_comm_impl {
     double compress_density[64];
     uint64_t uses;
     int inflight; /* requests started and not yet completed */
+    /* Stream-ordered calls queued on HCOMM's worker and not yet run (under
+     * its lock), and the first one's failure that later calls report:
+     * status, then message (core/stream_worker.h). */
+    int stream_pending;
+    atomic_int stream_failed;
+    char stream_why[192];
     hcomm_plan_slot_t plans[HCOMM_PLAN_CACHE_SIZE];
     hcomm_comm_t handle;
 } hcomm_comm_impl_t;

@@ -8,6 +8,7 @@
 #include "core/log.h"
 #include "core/flight.h"
 #include "core/profile.h"
+#include "core/stream_worker.h"
 #include "ucx_tp/ucx_tp.h"
 
 #include <mpi.h>
@@ -35,6 +36,7 @@ static long auto_spin_count(void) {
 }
 
 static void teardown(void) {
+    hcomm_stream_worker_stop();
     hcomm_comm_free_all();
     if (hcomm_ctx.probe_comm != MPI_COMM_NULL)
         PMPI_Comm_free(&hcomm_ctx.probe_comm);

@@ -91,6 +91,13 @@ void hcomm_gpu_pool_usage(hcomm_gpu_pool_id_t pool, size_t *cached,
                           size_t *live);
 /* Frees what the pools cache (hcomm_finalize). */
 void hcomm_gpu_pools_release(void);
+/* Set on a thread that must not wait for the device (HCOMM's stream worker,
+ * core/stream_worker.c: a stream it holds would never end): its frees keep
+ * the buffer in the pool even past the budget, as cudaFree waits for every
+ * stream. hcomm_gpu_pools_trim, from a thread that may wait, then releases
+ * what is past the budget. */
+extern _Thread_local int hcomm_gpu_frees_kept;
+void hcomm_gpu_pools_trim(void);
 
 /* Asynchronous copy of any direction on stream. */
 hcomm_status_t hcomm_gpu_copy_async(void *dst, const void *src, size_t bytes,

@@ -6,6 +6,7 @@
 
 #include <cuda_runtime_api.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -264,6 +265,18 @@ void *hcomm_gpu_alloc(hcomm_gpu_pool_id_t id, int device, size_t bytes) {
     return ptr;
 }
 
+_Thread_local int hcomm_gpu_frees_kept;
+static atomic_int over_budget; /* kept frees made a pool exceed its budget */
+
+static void release_buffer(hcomm_gpu_pool_id_t id, int device, void *ptr,
+                           size_t cb, const gpu_pool_t *p) {
+    if (id == HCOMM_GPU_POOL_PINNED)
+        cudaFreeHost(ptr);
+    else
+        cudaFree(ptr);
+    memlog("released", id, device, cb, p);
+}
+
 void hcomm_gpu_free(hcomm_gpu_pool_id_t id, int device, void *ptr,
                     size_t bytes) {
     gpu_pool_t *p = pool_of(id, device);
@@ -274,7 +287,8 @@ void hcomm_gpu_free(hcomm_gpu_pool_id_t id, int device, void *ptr,
     size_t budget = (size_t)hcomm_cfg_int(HCOMM_CFG_BUFFER_POOL_SIZE);
     pthread_mutex_lock(&pool_lock);
     p->live -= cb;
-    int keep = node && p->cached + cb <= budget;
+    int keep = node && (p->cached + cb <= budget || hcomm_gpu_frees_kept);
+    if (keep && p->cached + cb > budget) atomic_store(&over_budget, 1);
     if (keep) {
         node->ptr = ptr;
         node->next = p->free_list[cls];
@@ -284,11 +298,31 @@ void hcomm_gpu_free(hcomm_gpu_pool_id_t id, int device, void *ptr,
     pthread_mutex_unlock(&pool_lock);
     if (keep) return;
     free(node);
-    if (id == HCOMM_GPU_POOL_PINNED)
-        cudaFreeHost(ptr);
-    else
-        cudaFree(ptr);
-    memlog("released", id, device, cb, p);
+    release_buffer(id, device, ptr, cb, p);
+}
+
+void hcomm_gpu_pools_trim(void) {
+    if (!atomic_exchange(&over_budget, 0)) return;
+    size_t budget = (size_t)hcomm_cfg_int(HCOMM_CFG_BUFFER_POOL_SIZE);
+    for (int i = 0; i < 1 + POOL_DEVICES; i++) {
+        gpu_pool_t *p = &pools[i];
+        for (int c = POOL_CLASSES - 1; c >= 0; c--) {
+            for (;;) {
+                pthread_mutex_lock(&pool_lock);
+                pool_node_t *n = p->cached > budget ? p->free_list[c] : NULL;
+                if (n) {
+                    p->free_list[c] = n->next;
+                    p->cached -= (size_t)1 << c;
+                }
+                pthread_mutex_unlock(&pool_lock);
+                if (!n) break;
+                release_buffer(i ? HCOMM_GPU_POOL_DEVICE
+                                 : HCOMM_GPU_POOL_PINNED,
+                               i - 1, n->ptr, (size_t)1 << c, p);
+                free(n);
+            }
+        }
+    }
 }
 
 void hcomm_gpu_pool_usage(hcomm_gpu_pool_id_t id, size_t *cached,

@@ -3,6 +3,7 @@
 #include "core/config.h"
 #include "core/context.h"
 #include "core/log.h"
+#include "core/stream_worker.h"
 
 #include <math.h>
 #include <sched.h>
@@ -295,11 +296,16 @@ hcomm_status_t hcomm_request_complete(struct hcomm_request *req) {
     return st;
 }
 
+int hcomm_request_active(void) {
+    return atomic_load(&active_count);
+}
+
 hcomm_status_t hcomm_wait(hcomm_request_t *request) {
     if (!request)
         return hcomm_error(HCOMM_ERR_INVALID_ARG, "request pointer is NULL");
     struct hcomm_request *req = *request;
     if (!req) return HCOMM_SUCCESS;
+    hcomm_stream_drain(req->comm);
     hcomm_status_t st = hcomm_request_complete(req);
     free(req);
     *request = HCOMM_REQUEST_NULL;
@@ -311,6 +317,7 @@ hcomm_status_t hcomm_test(hcomm_request_t *request) {
         return hcomm_error(HCOMM_ERR_INVALID_ARG, "request pointer is NULL");
     struct hcomm_request *req = *request;
     if (!req) return HCOMM_SUCCESS;
+    hcomm_stream_drain(req->comm);
     hcomm_status_t st = hcomm_request_test(req);
     if (st == HCOMM_ERR_IN_PROGRESS) return st;
     free(req);

@@ -59,5 +59,7 @@ hcomm_status_t hcomm_request_complete(struct hcomm_request *req);
  * request is then released); HCOMM_ERR_TIMEOUT once tests have come back
  * to back for HCOMM_TIMEOUT, so that a loop of tests ends too. */
 hcomm_status_t hcomm_request_test(struct hcomm_request *req);
+/* Requests started and not yet completed, on every communicator. */
+int hcomm_request_active(void);
 
 #endif

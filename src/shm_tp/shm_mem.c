@@ -4,6 +4,7 @@
 #include "core/comm.h"
 #include "core/context.h"
 #include "core/log.h"
+#include "core/stream_worker.h"
 #include "shm_tp/shm.h"
 #ifdef HAVE_CUDA
 #include "cuda_ipc/ipc.h"
@@ -36,6 +37,7 @@ static hcomm_status_t agree_alloc(hcomm_comm_t comm, size_t bytes, void **ptr,
                            what);
     hcomm_status_t st = hcomm_comm_lookup(comm, c);
     if (st != HCOMM_SUCCESS) return st;
+    hcomm_stream_drain(*c);
     if (ptr) *ptr = NULL;
     unsigned long long mine = bytes, agreed[3];
     unsigned long long local[3] = {mine, ~mine, ptr == NULL};
@@ -104,6 +106,7 @@ hcomm_status_t hcomm_mem_free(hcomm_comm_t comm, void *ptr) {
                            "hcomm_mem_free before hcomm_init");
     hcomm_status_t st = hcomm_comm_lookup(comm, &c);
     if (st != HCOMM_SUCCESS || !ptr) return st;
+    hcomm_stream_drain(c);
     if (c->shm && hcomm_shm_region_remove(c->shm, ptr)) return HCOMM_SUCCESS;
 #ifdef HAVE_CUDA
     if (hcomm_ipc_mem_free(c, ptr)) return HCOMM_SUCCESS;

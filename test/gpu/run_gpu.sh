@@ -3,10 +3,10 @@
 # CUDA, then runs every GPU test and benchmark, logs under $OUT.
 #
 #   test/gpu/run_gpu.sh [build] [kernels] [ipc] [nodes] [kill] [quick]
-#                       [preload] [regperf] [test] [smoke] [perf] [ipcperf]
-#                       [latency] [ucxchunk] [python]
-#               (no argument: build kernels ipc nodes kill test perf ipcperf
-#               regperf python)
+#                       [stream] [preload] [regperf] [test] [smoke] [perf]
+#                       [ipcperf] [latency] [ucxchunk] [python]
+#               (no argument: build kernels ipc nodes kill stream test perf
+#               ipcperf regperf python)
 #
 # Needs, from this checkout: .devdeps (../shared/gpu/prepare-deps.sh) and
 # the generated build files (./autogen.sh), which git ignores, so the
@@ -29,7 +29,7 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export NCCL_NVLS_ENABLE=0 # never NVLink multicast (shared/gpu/README.md)
 export HCOMM_TIMEOUT=${HCOMM_TIMEOUT:-15}
 b=$src/build-gpu
-stages=${*:-build kernels ipc nodes kill test perf ipcperf regperf python}
+stages=${*:-build kernels ipc nodes kill stream test perf ipcperf regperf python}
 has() { [[ " $stages " == *" $1 "* ]]; }
 mpirun_flags="--oversubscribe --bind-to none -x LD_LIBRARY_PATH -x HCOMM_TIMEOUT
   -x HCOMM_TRANSPORT -x HCOMM_CUDA_STAGING -x HCOMM_TEST_GPU_QUICK
@@ -158,6 +158,19 @@ if has quick; then
     HCOMM_CUDA_IPC=0 HCOMM_TEST_GPU_QUICK=1 mpi quick.log 3 "$b/test/gpu/test_cuda_colls"
     mps_off
     grep -E "passed|FAILED" "$out/quick.log"
+fi
+
+if has stream; then
+    note "stream-ordered calls on the plans (HCOMM's worker): staged, over MPI, two nodes; against the blocking form"
+    mps_on
+    HCOMM_CUDA_STAGING=1 HCOMM_TEST_GPU_QUICK=1 mpi stream.log 2 "$b/test/gpu/test_cuda_colls"
+    HCOMM_TRANSPORT=mpi HCOMM_TEST_GPU_QUICK=1 mpi stream.log 3 "$b/test/gpu/test_cuda_colls"
+    HCOMM_TEST_GPU_NODES=2 HCOMM_TEST_GPU_QUICK=1 mpi stream.log 4 "$b/test/gpu/test_cuda_colls"
+    p="$b/perf/hcomm_perf -D cuda allreduce -b 8 -e 64M -f 8 -n 20 -w 3"
+    HCOMM_CUDA_IPC=0 mpi stream.log 2 $p
+    HCOMM_CUDA_IPC=0 mpi stream.log 2 $p -S
+    mps_off
+    grep -vE "^\$|^\(exit" "$out/stream.log" | grep -E "passed|FAILED|^ +[0-9]|hcomm_perf:"
 fi
 
 if has smoke; then

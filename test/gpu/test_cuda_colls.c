@@ -17,6 +17,7 @@
 
 #include <cuda_runtime_api.h>
 #include <mpi.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -348,6 +349,65 @@ static void test_split_and_p2p(hcomm_comm_t world) {
     free(h);
 }
 
+static atomic_int released;
+
+/* Holds the stream it is enqueued on until released, or 10 s. */
+static void CUDART_CB hold_stream(void *arg) {
+    (void)arg;
+    double t0 = MPI_Wtime();
+    while (!atomic_load(&released) && MPI_Wtime() - t0 < 10)
+        ;
+}
+
+/* A stream-ordered allreduce returns while the work enqueued before it on
+ * its stream is held (its input, written behind the hold, not there yet):
+ * on the CUDA IPC path and on the plans (HCOMM's worker) alike, small and
+ * large. A blocking call made right after it, on another buffer, runs
+ * after it; both results are exact. may_queue: the plans' worker may run
+ * it (not MPI's transport below MPI_THREAD_MULTIPLE), else the call waits
+ * for the hold and only the results are checked. */
+static void test_stream_returns(hcomm_comm_t comm, int may_queue) {
+    static const size_t counts[] = {1001, (1u << 20) + 3};
+    for (int i = 0; i < 2; i++) {
+        size_t n = counts[i], bytes = n * sizeof(int), bad = 0, bad2 = 0;
+        int *d = NULL, *d2 = NULL, *h = malloc(bytes);
+        cudaMalloc((void **)&d, bytes);
+        cudaMalloc((void **)&d2, bytes);
+        for (size_t j = 0; j < n; j++)
+            h[j] = rank + 1;
+        cudaMemcpy(d2, h, bytes, cudaMemcpyHostToDevice);
+        cudaMemset(d, 0, bytes);
+        cudaDeviceSynchronize();
+        atomic_store(&released, may_queue ? 0 : 1);
+        cudaLaunchHostFunc(stream, hold_stream, NULL);
+        cudaMemsetAsync(d, 1, bytes, stream); /* every int 0x01010101 */
+        double t0 = MPI_Wtime();
+        CHECK_OK(hcomm_allreduce_stream(d, d, n, HCOMM_INT32, HCOMM_SUM, comm,
+                                        stream));
+        double took = MPI_Wtime() - t0;
+        atomic_store(&released, 1);
+        CHECK(took < 2.0,
+              "hcomm_allreduce_stream of %zu ints waited %.1f s for its "
+              "stream's earlier work",
+              n, took);
+        CHECK_OK(hcomm_allreduce(d2, d2, n, HCOMM_INT32, HCOMM_SUM, comm));
+        CHECK(stream_done(), "the stream-ordered allreduce failed");
+        cudaMemcpy(h, d, bytes, cudaMemcpyDeviceToHost);
+        for (size_t j = 0; j < n; j++)
+            bad += h[j] != 0x01010101 * nranks;
+        cudaMemcpy(h, d2, bytes, cudaMemcpyDeviceToHost);
+        for (size_t j = 0; j < n; j++)
+            bad2 += h[j] != nranks * (nranks + 1) / 2;
+        CHECK(bad == 0 && bad2 == 0,
+              "%zu ints: %zu wrong after the held stream, %zu after the "
+              "blocking call behind it",
+              n, bad, bad2);
+        cudaFree(d);
+        cudaFree(d2);
+        free(h);
+    }
+}
+
 int main(int argc, char **argv) {
     int ndev = 0, provided;
     MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
@@ -387,6 +447,9 @@ int main(int argc, char **argv) {
     CHECK_OK(hcomm_comm_create(MPI_COMM_WORLD, &comm));
     const char *q = getenv("HCOMM_TEST_GPU_QUICK");
     test_all(comm, q && strcmp(q, "1") == 0);
+    const char *tp = getenv("HCOMM_TRANSPORT");
+    test_stream_returns(comm, provided == MPI_THREAD_MULTIPLE || !tp ||
+                                  strcmp(tp, "mpi") != 0);
     if (two_nodes) {
         hcomm_comm_impl_t *c = NULL;
         CHECK(hcomm_comm_lookup(comm, &c) == HCOMM_SUCCESS && !c->shm,
