@@ -408,6 +408,37 @@ static void test_stream_returns(hcomm_comm_t comm, int may_queue) {
     }
 }
 
+/* A stream-ordered gather whose ranks pass different counts fails on every
+ * rank, and its stream still goes on: where HCOMM's worker runs it, after
+ * the call returned, so the communicator's next call reports it; elsewhere
+ * at once. On a duplicate, which it leaves broken and frees. (Not across
+ * two nodes: without a segment the plans find a mismatch only as a
+ * timeout.) */
+static void test_stream_failure(hcomm_comm_t world) {
+    if (two_nodes) return;
+    hcomm_comm_t comm;
+    CHECK_OK(hcomm_comm_dup(world, &comm));
+    size_t n = rank == 0 ? 1001 : 1000, bytes = 1001 * sizeof(int);
+    int *send = NULL, *recv = NULL;
+    cudaMalloc((void **)&send, bytes);
+    cudaMalloc((void **)&recv, bytes * (size_t)nranks);
+    cudaMemset(send, 0, bytes);
+    cudaDeviceSynchronize();
+    hcomm_status_t st =
+        hcomm_gather_stream(send, recv, n, HCOMM_INT32, 0, comm, stream);
+    int went_on = stream_done();
+    hcomm_status_t then = st == HCOMM_SUCCESS ? hcomm_barrier(comm) : st;
+    CHECK(went_on, "the stream of a failed stream-ordered gather stopped");
+    CHECK(then == HCOMM_ERR_MISMATCH,
+          "gather_stream of %zu ints (1001 on rank 0): %s, then %s (%s)", n,
+          hcomm_strerror(st), hcomm_strerror(then), hcomm_last_error());
+    CHECK(st != HCOMM_SUCCESS || strstr(hcomm_last_error(), "stream-ordered"),
+          "the next call's message does not say why: %s", hcomm_last_error());
+    CHECK_OK(hcomm_comm_free(&comm));
+    cudaFree(send);
+    cudaFree(recv);
+}
+
 int main(int argc, char **argv) {
     int ndev = 0, provided;
     MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
@@ -450,6 +481,7 @@ int main(int argc, char **argv) {
     const char *tp = getenv("HCOMM_TRANSPORT");
     test_stream_returns(comm, provided == MPI_THREAD_MULTIPLE || !tp ||
                                   strcmp(tp, "mpi") != 0);
+    test_stream_failure(comm);
     if (two_nodes) {
         hcomm_comm_impl_t *c = NULL;
         CHECK(hcomm_comm_lookup(comm, &c) == HCOMM_SUCCESS && !c->shm,
