@@ -27,8 +27,7 @@ typedef struct job {
     void *copied; /* and the result has left the staging */
     hcomm_status_t failed; /* queueing it failed once its stream was held */
     int device;
-    uint64_t ticket;   /* the held stream goes on once the flag reaches it */
-    double retired_at; /* when it had run */
+    uint64_t ticket; /* the held stream goes on once the flag reaches it */
     hcomm_status_t (*run)(void *);
     void (*done)(void *);
     void *arg;
@@ -111,15 +110,6 @@ static hcomm_status_t wait_event(const job_t *j, void *event,
     return done > 0 ? HCOMM_SUCCESS : HCOMM_ERR_INTERNAL;
 }
 
-/* A call's first failure, recorded on its communicator: the message
- * before the status (run_call reads them in that order). */
-static void fail_call(const job_t *j, hcomm_status_t st) {
-    if (st == HCOMM_SUCCESS || atomic_load(&j->c->stream_failed)) return;
-    snprintf(j->c->stream_why, sizeof(j->c->stream_why), "%s",
-             hcomm_last_error());
-    atomic_store(&j->c->stream_failed, (int)st);
-}
-
 static void run_job(job_t *j) {
     hcomm_status_t st = j->failed;
     if (hcomm_gpu_use_device(j->device) < 0 && st == HCOMM_SUCCESS)
@@ -127,52 +117,25 @@ static void run_job(job_t *j) {
     /* even for a failed call: its staging is written until then */
     hcomm_status_t in =
         wait_event(j, j->inputs, "the work enqueued before it on its stream");
-    hcomm_gpu_event_put(j->gpu, j->inputs);
     if (st == HCOMM_SUCCESS) st = in;
     if (st == HCOMM_SUCCESS) st = j->run(j->arg);
     /* The result is in the staging (or the call failed): the stream goes
-     * on, and copies it out while the next call runs. */
+     * on, and copies it out before the staging is given back. */
     __atomic_store_n(w.flag, j->ticket, __ATOMIC_RELEASE);
-    fail_call(j, st);
-    j->retired_at = now_seconds();
-}
-
-/* Calls that have run, their results still being copied out of the staging
- * (the worker's own list). */
-static job_t *retired;
-
-/* Ends the retired calls whose copy out has ended: their staging goes back.
- * One that took longer than the timeout, or failed, fails its communicator
- * and keeps its staging (a copy may still read it). Returns whether some
- * are left. */
-static int reap(void) {
-    for (job_t **p = &retired; *p;) {
-        job_t *j = *p;
-        int done = j->copied ? hcomm_gpu_event_query(j->copied) : 1;
-        double limit = hcomm_comm_timeout(j->c);
-        if (done == 0 && now_seconds() - j->retired_at <= limit) {
-            p = &j->next;
-            continue;
-        }
-        *p = j->next;
-        if (done > 0)
-            j->done(j->arg);
-        else if (done == 0)
-            fail_call(j, hcomm_error(HCOMM_ERR_TIMEOUT,
-                                     "stream-ordered call: copying its result "
-                                     "out took more than %.0f s",
-                                     limit));
-        else
-            fail_call(j, HCOMM_ERR_INTERNAL);
-        if (j->copied && done) hcomm_gpu_event_put(j->gpu, j->copied);
-        pthread_mutex_lock(&w.lock);
-        j->c->stream_pending--;
-        atomic_fetch_sub(&w.pending, 1);
-        pthread_cond_broadcast(&w.changed);
-        pthread_mutex_unlock(&w.lock);
-        free(j);
+    if (j->copied) {
+        hcomm_status_t out = wait_event(j, j->copied, "copying its result out");
+        if (st == HCOMM_SUCCESS) st = out;
+        hcomm_gpu_event_put(j->gpu, j->copied);
     }
-    return retired != NULL;
+    hcomm_gpu_event_put(j->gpu, j->inputs);
+    /* The first failure, its message before its status (run_call reads
+     * them in that order). */
+    if (st != HCOMM_SUCCESS && !atomic_load(&j->c->stream_failed)) {
+        snprintf(j->c->stream_why, sizeof(j->c->stream_why), "%s",
+                 hcomm_last_error());
+        atomic_store(&j->c->stream_failed, (int)st);
+    }
+    j->done(j->arg);
 }
 
 static void *worker_main(void *unused) {
@@ -181,25 +144,23 @@ static void *worker_main(void *unused) {
     hcomm_gpu_frees_kept = 1;
     /* Below MPI_THREAD_MULTIPLE only the program's threads may call MPI. */
     if (!hcomm_ctx.thread_multiple) hcomm_in_mpi_progress = 1;
+    pthread_mutex_lock(&w.lock);
     for (;;) {
-        int left = reap();
-        pthread_mutex_lock(&w.lock);
-        if (!w.head && !w.stopping && !left)
+        while (!w.head && !w.stopping)
             pthread_cond_wait(&w.changed, &w.lock);
         job_t *j = w.head;
-        if (j && !(w.head = j->next)) w.tail = NULL;
-        int stop = !j && w.stopping && !left;
+        if (!j) break;
+        w.head = j->next;
+        if (!w.head) w.tail = NULL;
         pthread_mutex_unlock(&w.lock);
-        if (stop) break;
-        if (j) {
-            run_job(j);
-            j->next = retired;
-            retired = j;
-        } else if (left) { /* polls the copies out every 20 us */
-            struct timespec pause = {0, 20000};
-            nanosleep(&pause, NULL);
-        }
+        run_job(j);
+        pthread_mutex_lock(&w.lock);
+        j->c->stream_pending--;
+        atomic_fetch_sub(&w.pending, 1);
+        pthread_cond_broadcast(&w.changed);
+        free(j);
     }
+    pthread_mutex_unlock(&w.lock);
     return NULL;
 }
 

@@ -7,9 +7,7 @@
  * has run (kernels/stream_wait.h), and the copy of the result back. The
  * worker takes calls in the order they were made, waits for each one's
  * event, runs it as a blocking call on the staging (host memory), then
- * releases the stream and goes on to the next call; the staging goes back
- * once the copy of the result has ended. A communicator's queued calls are
- * pending until then.
+ * releases the stream.
  *
  * While a stream is held, nothing the worker does may wait for the whole
  * device, or the held stream would never end. Hence host memory only: UCX's
