@@ -155,14 +155,13 @@ static int print_compress_picks(hcomm_comm_t comm, int rank, size_t max) {
         st = hcomm_allreduce_ex(in, out, count, HCOMM_FLOAT32, HCOMM_SUM, comm,
                                 &auto_opts);
         unsigned cls = 63 - (unsigned)__builtin_clzll(bytes);
-        if (rank == 0 && st == HCOMM_SUCCESS && lossy)
-            printf("%12zu %12.0f %12.0f %12.0f  %s\n", bytes,
-                   c->compress_us[cls][0], c->compress_us[cls][1],
-                   c->compress_us[cls][2],
-                   hcomm_compress_name(c->compress_pick[cls] - 1));
-        else if (rank == 0 && st == HCOMM_SUCCESS)
-            printf("%12zu %12.0f %12.0f  %s\n", bytes, c->compress_us[cls][0],
-                   c->compress_us[cls][1],
+        char lossy_us[48] = ""; /* the lossy scheme's column */
+        if (lossy && st == HCOMM_SUCCESS)
+            snprintf(lossy_us, sizeof(lossy_us), " %12.0f",
+                     c->compress_us[cls][2]);
+        if (rank == 0 && st == HCOMM_SUCCESS)
+            printf("%12zu %12.0f %12.0f%s  %s\n", bytes, c->compress_us[cls][0],
+                   c->compress_us[cls][1], lossy_us,
                    hcomm_compress_name(c->compress_pick[cls] - 1));
     }
     if (st != HCOMM_SUCCESS && rank == 0)

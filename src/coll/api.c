@@ -34,7 +34,6 @@ typedef struct {
     /* its flight recorder entry, when a part of it ran already (an
      * alltoallv the segment declined): the plan's request takes it on */
     uint64_t flight_call;
-    hcomm_comm_t queued_on; /* a queued stream-ordered call's communicator */
 } call_t;
 
 /* Where a call's buffers live. */
@@ -472,7 +471,12 @@ typedef struct {
     char *tmp;
     size_t sb, rb;
     int dev;
+    hcomm_comm_t comm; /* a queued stream-ordered call's communicator */
 } staging_t;
+
+static void stage_free(staging_t *g) {
+    hcomm_gpu_free(HCOMM_GPU_POOL_PINNED, g->dev, g->tmp, g->sb + g->rb + 1);
+}
 
 /* Makes the staging and enqueues on stream the copies into it: the receive
  * buffer's too (a broadcast root's data, the blocks a call leaves as they
@@ -500,13 +504,9 @@ static hcomm_status_t stage_in(const call_t *k, const hcomm_comm_impl_t *c,
         st = hcomm_gpu_copy_async(g->tmp + g->sb, k->recvbuf, g->rb, stream);
     if (st != HCOMM_SUCCESS) {
         hcomm_gpu_stream_sync(stream); /* a copy may have been enqueued */
-        hcomm_gpu_free(HCOMM_GPU_POOL_PINNED, dev, g->tmp, g->sb + g->rb + 1);
+        stage_free(g);
     }
     return st;
-}
-
-static void stage_free(staging_t *g) {
-    hcomm_gpu_free(HCOMM_GPU_POOL_PINNED, g->dev, g->tmp, g->sb + g->rb + 1);
 }
 
 static hcomm_status_t run_staged(const call_t *k, hcomm_comm_impl_t *c,
@@ -540,7 +540,7 @@ static hcomm_status_t run(const call_t *k, hcomm_comm_t comm,
  * it on the staging (core/stream_worker.h). */
 static hcomm_status_t run_queued(void *arg) {
     const staging_t *g = arg;
-    return run(&g->h, g->h.queued_on, NULL);
+    return run(&g->h, g->comm, NULL);
 }
 
 static void queued_done(void *arg) {
@@ -560,7 +560,7 @@ static hcomm_status_t queue_call(const call_t *k, hcomm_comm_impl_t *c,
     if (st != HCOMM_SUCCESS) {
         free(g);
     } else {
-        g->h.queued_on = c->handle;
+        g->comm = c->handle;
         st = hcomm_stream_queue(c, k->stream, mem->device, run_queued,
                                 queued_done, g, k->recvbuf, g->tmp + g->sb,
                                 g->rb);
@@ -803,7 +803,7 @@ static hcomm_status_t run(const call_t *k, hcomm_comm_t comm,
 
 #define CALL(coll, sbuf, rbuf, count, dtype, op, root, tag)                    \
     (call_t) {                                                                 \
-        coll, sbuf, rbuf, count, dtype, op, root, tag, 0, NULL, NULL, 0, NULL  \
+        coll, sbuf, rbuf, count, dtype, op, root, tag, 0, NULL, NULL, 0        \
     }
 #define NONBLOCKING(k, comm, request)                                          \
     ((request)                                                                 \

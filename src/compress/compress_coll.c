@@ -12,6 +12,7 @@
  * compresses a block. Top-k then selects per block. */
 #include "coll/hier_node.h"
 #include "compress/compress.h"
+#include "core/clock.h"
 #include "core/comm.h"
 #include "core/config.h"
 #include "core/context.h"
@@ -242,12 +243,6 @@ static hcomm_status_t run_compressed(hcomm_comm_impl_t *c,
     return st;
 }
 
-static double now_us(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec * 1e-3;
-}
-
 const char *hcomm_compress_name(hcomm_compress_t k) {
     static const char *names[] = {"none", "bf16", "fp16", "topk", "onebit"};
     return (unsigned)k < sizeof(names) / sizeof(*names) ? names[k] : "?";
@@ -283,16 +278,16 @@ static hcomm_status_t measure_auto(hcomm_comm_impl_t *c, unsigned cls,
     hcomm_status_t st = HCOMM_SUCCESS;
     for (int i = 0; i < 2 && st == HCOMM_SUCCESS; i++) {
         if (tried[i] == HCOMM_COMPRESS_NONE) continue;
-        double start = now_us();
+        double start = 1e6 * hcomm_now_seconds();
         st = run_compressed(c, tried[i], density, NULL, in, scratch, count,
                             op == HCOMM_AVG);
-        t[i ? 2 : 0] = now_us() - start;
+        t[i ? 2 : 0] = 1e6 * hcomm_now_seconds() - start;
     }
     free(scratch);
     if (st != HCOMM_SUCCESS) return st;
-    t[1] = now_us();
+    t[1] = 1e6 * hcomm_now_seconds();
     st = hcomm_allreduce(in, out, count, HCOMM_FLOAT32, op, c->handle);
-    t[1] = now_us() - t[1];
+    t[1] = 1e6 * hcomm_now_seconds() - t[1];
     if (st == HCOMM_SUCCESS)
         st = hcomm_allreduce(t, worst, 3, HCOMM_FLOAT64, HCOMM_MAX, c->handle);
     if (st != HCOMM_SUCCESS) return st;

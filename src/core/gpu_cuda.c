@@ -301,9 +301,9 @@ void hcomm_gpu_free(hcomm_gpu_pool_id_t id, int device, void *ptr,
     release_buffer(id, device, ptr, cb, p);
 }
 
-void hcomm_gpu_pools_trim(void) {
-    if (!atomic_exchange(&over_budget, 0)) return;
-    size_t budget = (size_t)hcomm_cfg_int(HCOMM_CFG_BUFFER_POOL_SIZE);
+/* Releases cached buffers, the largest first, until each pool caches at
+ * most budget bytes. */
+static void release_cached_over(size_t budget) {
     for (int i = 0; i < 1 + POOL_DEVICES; i++) {
         gpu_pool_t *p = &pools[i];
         for (int c = POOL_CLASSES - 1; c >= 0; c--) {
@@ -325,6 +325,11 @@ void hcomm_gpu_pools_trim(void) {
     }
 }
 
+void hcomm_gpu_pools_trim(void) {
+    if (atomic_exchange(&over_budget, 0))
+        release_cached_over((size_t)hcomm_cfg_int(HCOMM_CFG_BUFFER_POOL_SIZE));
+}
+
 void hcomm_gpu_pool_usage(hcomm_gpu_pool_id_t id, size_t *cached,
                           size_t *live) {
     *cached = *live = 0;
@@ -340,22 +345,5 @@ void hcomm_gpu_pool_usage(hcomm_gpu_pool_id_t id, size_t *cached,
 
 /* Releases every cached buffer (hcomm_finalize). */
 void hcomm_gpu_pools_release(void) {
-    pthread_mutex_lock(&pool_lock);
-    for (int i = 0; i < 1 + POOL_DEVICES; i++) {
-        for (int c = 0; c < POOL_CLASSES; c++) {
-            pool_node_t *n = pools[i].free_list[c];
-            while (n) {
-                pool_node_t *next = n->next;
-                if (i == 0)
-                    cudaFreeHost(n->ptr);
-                else
-                    cudaFree(n->ptr);
-                free(n);
-                n = next;
-            }
-            pools[i].free_list[c] = NULL;
-        }
-        pools[i].cached = 0;
-    }
-    pthread_mutex_unlock(&pool_lock);
+    release_cached_over(0);
 }

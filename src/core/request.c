@@ -1,5 +1,6 @@
 /* Running requests and the wait loop: progress, yield, timeout. */
 #include "core/request.h"
+#include "core/clock.h"
 #include "core/config.h"
 #include "core/context.h"
 #include "core/log.h"
@@ -17,12 +18,6 @@
 static pthread_mutex_t active_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct hcomm_request *active_head;
 static atomic_int active_count;
-
-static double now_seconds(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 static void list_add(struct hcomm_request *req) {
     atomic_flag_clear(&req->busy);
@@ -242,7 +237,7 @@ static int tick(struct hcomm_request *req, unsigned mask, double gap) {
     hcomm_comm_impl_t *c = req->comm;
     if ((req->polls & 1023) == 0) hcomm_mpi_progress();
     hcomm_flight_poll();
-    double t = now_seconds();
+    double t = hcomm_now_seconds();
     if (req->last_look == 0 || t - req->last_look > gap) req->waiting_since = t;
     req->last_look = t;
     double waited = t - req->waiting_since;

@@ -1,6 +1,7 @@
 /* HCOMM's stream worker (stream_worker.h): one thread per process, started
  * by the first stream-ordered call the plans run. */
 #include "core/stream_worker.h"
+#include "core/clock.h"
 #include "core/context.h"
 #include "core/log.h"
 #include "core/request.h"
@@ -76,18 +77,12 @@ int hcomm_stream_queue_ok(const hcomm_comm_impl_t *c) {
            hcomm_request_active() == 0;
 }
 
-static double now_seconds(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 /* Polls an event on the caller's stream: yielding for the first
  * millisecond, then sleeping 50 us between looks (the caller's earlier work
  * may be a long kernel, and this thread shares the rank's cores). */
 static hcomm_status_t wait_event(const job_t *j, void *event,
                                  const char *what) {
-    double t0 = now_seconds(), limit = hcomm_comm_timeout(j->c), t = t0;
+    double t0 = hcomm_now_seconds(), limit = hcomm_comm_timeout(j->c), t = t0;
     int done;
     while ((done = hcomm_gpu_event_query(event)) == 0) {
         if (atomic_load_explicit(&j->c->aborted, memory_order_relaxed))
@@ -105,7 +100,7 @@ static hcomm_status_t wait_event(const job_t *j, void *event,
             struct timespec pause = {0, 50000};
             nanosleep(&pause, NULL);
         }
-        t = now_seconds();
+        t = hcomm_now_seconds();
     }
     return done > 0 ? HCOMM_SUCCESS : HCOMM_ERR_INTERNAL;
 }
@@ -193,8 +188,6 @@ hcomm_status_t hcomm_stream_queue(hcomm_comm_impl_t *c, void *stream,
     job_t *j = st == HCOMM_SUCCESS ? calloc(1, sizeof(*j)) : NULL;
     if (st == HCOMM_SUCCESS && !j)
         st = hcomm_error(HCOMM_ERR_NO_MEMORY, "no memory to queue a call");
-    int prev = st == HCOMM_SUCCESS ? hcomm_gpu_use_device(device) : -1;
-    if (st == HCOMM_SUCCESS && prev < 0) st = HCOMM_ERR_INTERNAL;
     pthread_mutex_lock(&w.lock);
     if (st == HCOMM_SUCCESS) st = start_locked();
     if (st == HCOMM_SUCCESS) {
@@ -234,7 +227,6 @@ hcomm_status_t hcomm_stream_queue(hcomm_comm_impl_t *c, void *stream,
         pthread_cond_broadcast(&w.changed);
     }
     pthread_mutex_unlock(&w.lock);
-    if (prev >= 0) hcomm_gpu_use_device(prev);
     if (st != HCOMM_SUCCESS) free(j);
     return st;
 }

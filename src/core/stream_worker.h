@@ -35,10 +35,10 @@ int hcomm_stream_in_worker(void);
 int hcomm_stream_queue_ok(const hcomm_comm_impl_t *c);
 
 /* Queues run(arg) on the worker behind the work enqueued on stream (of GPU
- * device) so far, and holds stream until it has run; then enqueues the
- * copy of result_bytes from result_src (the staging) to result_dst. done(arg)
- * follows once that copy has ended, whatever run returned. A failure of run
- * makes c fail its later calls. */
+ * device, the calling thread's current one) so far, and holds stream until it
+ * has run; then enqueues the copy of result_bytes from result_src (the staging)
+ * to result_dst. done(arg) follows once that copy has ended, whatever run
+ * returned. A failure of run makes c fail its later calls. */
 hcomm_status_t hcomm_stream_queue(hcomm_comm_impl_t *c, void *stream,
                                   int device, hcomm_status_t (*run)(void *),
                                   void (*done)(void *), void *arg,
