@@ -35,6 +35,11 @@ typedef struct job {
 } job_t;
 
 static struct {
+    /* Callers queue one at a time, so tickets follow the queue's order. The
+     * worker never takes this one: a caller blocked in a CUDA launch (its
+     * stream's queue full of held work) cannot stop the worker, which is
+     * what frees that stream. */
+    pthread_mutex_t enqueue;
     pthread_mutex_t lock;
     pthread_cond_t changed; /* a call queued, one ended, or stop */
     pthread_t thread;
@@ -46,7 +51,9 @@ static struct {
      * the devices' too): the ticket of the last call that has run. Calls
      * run in ticket order, so every ticket up to it is done. */
     uint64_t *flag;
-} w = {.lock = PTHREAD_MUTEX_INITIALIZER, .changed = PTHREAD_COND_INITIALIZER};
+} w = {.enqueue = PTHREAD_MUTEX_INITIALIZER,
+       .lock = PTHREAD_MUTEX_INITIALIZER,
+       .changed = PTHREAD_COND_INITIALIZER};
 
 static _Thread_local int in_worker;
 
@@ -159,7 +166,7 @@ static void *worker_main(void *unused) {
     return NULL;
 }
 
-static hcomm_status_t start_locked(void) {
+static hcomm_status_t start_once(void) {
     if (w.started) return HCOMM_SUCCESS;
     void *flag = NULL;
     cudaError_t e = cudaHostAlloc(&flag, sizeof(uint64_t),
@@ -188,8 +195,8 @@ hcomm_status_t hcomm_stream_queue(hcomm_comm_impl_t *c, void *stream,
     job_t *j = st == HCOMM_SUCCESS ? calloc(1, sizeof(*j)) : NULL;
     if (st == HCOMM_SUCCESS && !j)
         st = hcomm_error(HCOMM_ERR_NO_MEMORY, "no memory to queue a call");
-    pthread_mutex_lock(&w.lock);
-    if (st == HCOMM_SUCCESS) st = start_locked();
+    pthread_mutex_lock(&w.enqueue);
+    if (st == HCOMM_SUCCESS) st = start_once();
     if (st == HCOMM_SUCCESS) {
         *j = (job_t){.c = c,
                      .gpu = gpu,
@@ -217,6 +224,7 @@ hcomm_status_t hcomm_stream_queue(hcomm_comm_impl_t *c, void *stream,
         if (!j->failed && !(j->copied = hcomm_gpu_event_record(gpu, stream)))
             j->failed = HCOMM_ERR_INTERNAL;
         w.issued = j->ticket;
+        pthread_mutex_lock(&w.lock);
         if (w.tail)
             w.tail->next = j;
         else
@@ -225,26 +233,26 @@ hcomm_status_t hcomm_stream_queue(hcomm_comm_impl_t *c, void *stream,
         c->stream_pending++;
         atomic_fetch_add(&w.pending, 1);
         pthread_cond_broadcast(&w.changed);
+        pthread_mutex_unlock(&w.lock);
     }
-    pthread_mutex_unlock(&w.lock);
+    pthread_mutex_unlock(&w.enqueue);
     if (st != HCOMM_SUCCESS) free(j);
     return st;
 }
 
 void hcomm_stream_worker_stop(void) {
-    pthread_mutex_lock(&w.lock);
-    int started = w.started;
-    w.stopping = 1;
-    pthread_cond_broadcast(&w.changed);
-    pthread_mutex_unlock(&w.lock);
-    if (!started) {
-        w.stopping = 0;
-        return;
+    pthread_mutex_lock(&w.enqueue);
+    if (w.started) {
+        pthread_mutex_lock(&w.lock);
+        w.stopping = 1;
+        pthread_cond_broadcast(&w.changed);
+        pthread_mutex_unlock(&w.lock);
+        pthread_join(w.thread, NULL);
+        cudaFreeHost(w.flag); /* waits for the device: every stream is free */
+        w.flag = NULL;
+        w.started = w.stopping = 0;
     }
-    pthread_join(w.thread, NULL);
-    cudaFreeHost(w.flag); /* waits for the device: every stream is free */
-    w.flag = NULL;
-    w.started = w.stopping = 0;
+    pthread_mutex_unlock(&w.enqueue);
 }
 #else
 void hcomm_stream_worker_stop(void) {}
