@@ -183,10 +183,13 @@ typedef struct {
     /* allgatherv, reduce_scatterv: every rank's count (count is the
      * largest) and, allgatherv, place */
     const size_t *vcounts, *vdispls;
-    size_t *vcopy;         /* what they point into: the call's copy (alltoallv:
-                            * vcounts is shm->a2av_bytes) */
-    int declined;          /* alltoallv: blocks too large here, run a plan */
-    uint64_t record_bytes; /* alltoallv: this rank's first-round record */
+    size_t *vcopy; /* what they point into: the call's copy (alltoallv:
+                    * vcounts is shm->a2av_bytes) */
+    int declined;  /* alltoallv: blocks too large here, run a plan */
+    /* alltoallv: this rank's first-round record head (shm_alltoallv.c),
+     * kept here: its line in the segment may have moved to a peer that
+     * read it, and reading it back would cost a miss. */
+    uint64_t a2av_head[5];
     /* A CUDA IPC call's agreement: every rank's registration, this rank's
      * sent with the descriptor and the peers' read back before the round
      * ends (the ring entry holding them is reused only after that). */

@@ -81,9 +81,21 @@ static uint64_t pair_term(int from, int to, uint64_t bytes) {
     return x ^ (x >> 31);
 }
 
+_Static_assert(sizeof(head_t) == sizeof(((hcomm_shm_op_t *)0)->a2av_head),
+               "the op keeps a head");
+
+static head_t *own_head(hcomm_shm_op_t *op) {
+    return (head_t *)(void *)op->a2av_head;
+}
+
 static const head_t *head_of(const hcomm_shm_t *shm, int r, uint64_t seq) {
     return (const head_t *)(const void *)hcomm_shm_in(shm, r, seq,
                                                       sizeof(head_t));
+}
+
+/* Rank r's head: this rank's own from the op. */
+static const head_t *head_at(hcomm_shm_op_t *op, int r) {
+    return r == op->shm->rank ? own_head(op) : head_of(op->shm, r, op->seq);
 }
 
 /* Rank r's table, or NULL where it was left out. */
@@ -131,8 +143,8 @@ hcomm_status_t hcomm_shm_op_start_a2av(
     /* One round of one element per byte published: the slot's or the ring
      * entry's reuse then follows from the length, as for the others. */
     op->esize = 1;
-    op->record_bytes = record_bytes(op);
-    op->count = op->chunk = published_bytes(shm, op->record_bytes);
+    *own_head(op) = (head_t){.bytes = record_bytes(op)};
+    op->count = op->chunk = published_bytes(shm, own_head(op)->bytes);
     return HCOMM_SUCCESS;
 }
 
@@ -179,22 +191,22 @@ void hcomm_shm_a2av_publish(hcomm_shm_op_t *op) {
     int me = shm->rank;
     size_t n = (size_t)shm->size;
     const size_t *len = op->vcounts, *from = len + n, *expects = len + 2 * n;
-    head_t head = {op->record_bytes, 0, 0, 0, 0};
+    head_t *head = own_head(op);
     size_t extent = 0; /* of the send buffer */
     for (size_t j = 0; j < n; j++) {
-        head.sent += pair_term(me, (int)j, len[j]);
-        head.expected += pair_term((int)j, me, expects[j]);
+        head->sent += pair_term(me, (int)j, len[j]);
+        head->expected += pair_term((int)j, me, expects[j]);
         if (len[j] && from[j] + len[j] > extent) extent = from[j] + len[j];
-        if (len[j] > head.largest) head.largest = len[j];
+        if (len[j] > head->largest) head->largest = len[j];
     }
-    size_t published = published_bytes(shm, head.bytes);
+    size_t published = published_bytes(shm, head->bytes);
     char *rec = hcomm_shm_in(shm, me, op->seq, published);
-    if (published > sizeof(head)) {
-        block_t *table = (block_t *)(void *)(rec + sizeof(head));
+    if (published > sizeof(*head)) {
+        block_t *table = (block_t *)(void *)(rec + sizeof(*head));
         uint64_t at = table_bytes(shm);
         for (size_t j = 0; j < n; j++) {
             table[j] = (block_t){at, from[j], len[j], expects[j]};
-            if (published == head.bytes && len[j]) {
+            if (published == head->bytes && len[j]) {
                 memcpy(rec + at, op->sendbuf + from[j], len[j]);
                 at += len[j];
             }
@@ -202,15 +214,15 @@ void hcomm_shm_a2av_publish(hcomm_shm_op_t *op) {
     }
     /* Where the blocks stay out, peers may read them in the send buffer:
      * not in place, where this rank writes what it receives over them. */
-    if (published < head.bytes && published > sizeof(head) && shm->cma &&
+    if (published < head->bytes && published > sizeof(*head) && shm->cma &&
         op->sendbuf != op->recvbuf) {
         hcomm_shm_info_t *info = hcomm_shm_info(shm, me);
         int p = (int)(op->seq & 1);
         hcomm_shm_publish_buffer(shm, op->sendbuf, extent, &info->send_addr[p],
                                  &info->send_reg[p]);
-        head.readable = 1;
+        head->readable = 1;
     }
-    memcpy(hcomm_shm_in(shm, me, op->seq, sizeof(head)), &head, sizeof(head));
+    memcpy(hcomm_shm_in(shm, me, op->seq, sizeof(*head)), head, sizeof(*head));
 }
 
 /* Every rank finds the same first pair that differs, where the tables are
@@ -242,13 +254,20 @@ static hcomm_status_t mismatch(const hcomm_shm_op_t *op) {
 static hcomm_status_t copy_blocks(hcomm_shm_op_t *op) {
     hcomm_shm_t *shm = op->shm;
     int n = shm->size, me = shm->rank;
-    const size_t *want = op->vcounts + 2 * (size_t)n, *to = want + n;
+    const size_t *len = op->vcounts, *from = len + n;
+    const size_t *want = len + 2 * (size_t)n, *to = want + n;
     for (int r = 0; r < n; r++) {
-        uint64_t len = head_of(shm, r, op->seq)->bytes;
-        if (r != me && len <= PREFETCH_MAX)
-            hcomm_shm_prefetch(hcomm_shm_in(shm, r, op->seq, len), len);
+        uint64_t bytes = r == me ? UINT64_MAX : head_of(shm, r, op->seq)->bytes;
+        if (bytes <= PREFETCH_MAX)
+            hcomm_shm_prefetch(hcomm_shm_in(shm, r, op->seq, bytes), bytes);
     }
-    for (int k = 0; k < n; k++) {
+    /* This rank's own block from its send buffer (in place, where it is
+     * already), not from its record: the lines of that may have moved to
+     * the peers that read them. */
+    if (len[me] != want[me]) return mismatch(op);
+    if (len[me] && op->recvbuf + to[me] != op->sendbuf + from[me])
+        memcpy(op->recvbuf + to[me], op->sendbuf + from[me], len[me]);
+    for (int k = 1; k < n; k++) {
         int r = hcomm_shm_rotated(shm, k);
         uint64_t rec_bytes = head_of(shm, r, op->seq)->bytes;
         int whole = rec_bytes != UINT64_MAX;
@@ -264,8 +283,6 @@ static hcomm_status_t copy_blocks(hcomm_shm_op_t *op) {
             continue;
         else if (whole)
             memcpy(dst, rec + b->at, b->bytes);
-        else if (r == me)
-            memcpy(dst, op->sendbuf + b->from, b->bytes);
         else
             st = hcomm_shm_peer_copy(op, r, 0, b->from, dst, b->bytes);
         if (st != HCOMM_SUCCESS) return st;
@@ -307,7 +324,7 @@ hcomm_status_t hcomm_shm_a2av_copy(hcomm_shm_op_t *op) {
     uint64_t sent = 0, expected = 0, largest = 0;
     int whole = 1, reachable = 1; /* every record whole, or readable */
     for (int r = 0; r < shm->size; r++) {
-        const head_t *h = head_of(shm, r, op->seq);
+        const head_t *h = head_at(op, r);
         sent += h->sent;
         expected += h->expected;
         whole &= h->bytes != UINT64_MAX;
@@ -323,7 +340,6 @@ hcomm_status_t hcomm_shm_a2av_copy(hcomm_shm_op_t *op) {
     }
     /* Peers read this rank's send buffer: it stays until they are done
      * (shm_coll.c waits for that before the call returns). */
-    if (head_of(shm, shm->rank, op->seq)->bytes == UINT64_MAX)
-        op->algo = HCOMM_SHM_CMA;
+    if (own_head(op)->bytes == UINT64_MAX) op->algo = HCOMM_SHM_CMA;
     return copy_blocks(op);
 }
