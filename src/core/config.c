@@ -139,6 +139,14 @@ static const cfg_entry_t table[HCOMM_CFG_COUNT] = {
      "(bf16 for the sizes where a first call measured it 20% faster), or "
      "auto:topk:<density> or auto:onebit (that scheme too, where 20% faster "
      "than the best less lossy one)."},
+    {"HCOMM_USE_MULTIPATH", CFG_CHOICE, "1", "0|1",
+     "1: messages between nodes spread over every network device of the "
+     "node (those UCX_NET_DEVICES names, where it names several), in "
+     "proportion to each one's bandwidth measured at the first communicator "
+     "across nodes; 0: UCX picks."},
+    {"HCOMM_SOCKET_THREADS", CFG_INT, "1", NULL,
+     "With multipath, the connections (UCX contexts) per network device, 1 "
+     "to 8 in all."},
 };
 
 typedef struct {

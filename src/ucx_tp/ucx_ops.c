@@ -19,6 +19,7 @@
 #define _POSIX_C_SOURCE 200809L
 #endif
 
+#include "ucx_tp/ucx_rails.h"
 #include "ucx_tp/ucx_tag.h"
 #include "ucx_tp/ucx_tp.h"
 #include "core/log.h"
@@ -108,6 +109,21 @@ static inline void ucx_set_memory_type(ucp_request_param_t *p, uint8_t mem) {
         mem == HCOMM_TP_MEM_CUDA ? UCS_MEMORY_TYPE_CUDA : UCS_MEMORY_TYPE_HOST;
 }
 
+/* The rail of a message to or from peer (ucx_rails.h), -1 for the
+ * process-wide worker; kept in req->part for cancel. */
+static inline int ucx_rail(const hcomm_ucx_comm_t *c, int peer,
+                           hcomm_tag_t tag) {
+    if (__builtin_expect(!c->nrails, 1) ||
+        !c->rail_eps[(size_t)peer * (size_t)c->nrails])
+        return -1;
+    return c->pattern[hcomm_ucx_rail_slot(tag)];
+}
+
+static inline ucp_worker_h ucx_req_worker(const hcomm_ucx_comm_t *c,
+                                          const hcomm_tp_req_t *req) {
+    return req->part >= 0 ? c->rail_worker[req->part] : c->worker;
+}
+
 static hcomm_status_t ucx_isend(hcomm_tp_t *tp, int peer, const void *buf,
                                 size_t bytes, hcomm_tag_t tag,
                                 hcomm_tp_req_t *req) {
@@ -123,12 +139,16 @@ static hcomm_status_t ucx_isend(hcomm_tp_t *tp, int peer, const void *buf,
     req->handle = NULL;
     req->handle_store = 0;
 
+    req->part = ucx_rail(c, peer, tag);
+
     p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
     p.cb.send = ucx_send_cb;
     p.user_data = req;
     ucx_set_memory_type(&p, req->mem);
-    sp = ucp_tag_send_nbx(c->eps[peer], buf, bytes,
-                          c->send_base | hcomm_ucx_tag_low(tag), &p);
+    sp = ucp_tag_send_nbx(
+        req->part < 0 ? c->eps[peer]
+                      : c->rail_eps[(size_t)peer * c->nrails + req->part],
+        buf, bytes, c->send_base | hcomm_ucx_tag_low(tag), &p);
     if (__builtin_expect(sp == NULL, 1)) { /* completed immediately */
         req->done = 1;
         return HCOMM_SUCCESS;
@@ -154,6 +174,7 @@ static hcomm_status_t ucx_irecv(hcomm_tp_t *tp, int peer, void *buf,
     req->status = HCOMM_SUCCESS;
     req->handle = NULL;
     req->handle_store = (uint64_t)bytes << HCOMM_UCX_RS_LEN_SHIFT;
+    req->part = ucx_rail(c, peer, tag);
 
     p.op_attr_mask = c->recv_attr;
     p.cb.recv = ucx_recv_cb;
@@ -161,7 +182,7 @@ static hcomm_status_t ucx_irecv(hcomm_tp_t *tp, int peer, void *buf,
     ucx_set_memory_type(&p, req->mem);
     p.recv_info.tag_info = &info;
     sp = ucp_tag_recv_nbx(
-        c->worker, buf, bytes,
+        ucx_req_worker(c, req), buf, bytes,
         c->recv_base | ((ucp_tag_t)(uint32_t)peer << HCOMM_UCX_SRC_SHIFT) |
             hcomm_ucx_tag_low(tag),
         HCOMM_UCX_TAG_MASK_FULL, &p);
@@ -195,7 +216,10 @@ static void ucx_test(hcomm_tp_t *tp, hcomm_tp_req_t *req) {
 }
 
 static void ucx_progress(hcomm_tp_t *tp) {
-    ucp_worker_progress(((hcomm_ucx_comm_t *)tp->priv)->worker);
+    const hcomm_ucx_comm_t *c = tp->priv;
+    ucp_worker_progress(c->worker);
+    for (int r = 0; r < c->nrails; r++)
+        ucp_worker_progress(c->rail_worker[r]);
 }
 
 static long long ucx_now_ns(void) {
@@ -229,7 +253,7 @@ static void ucx_wait_bounded(ucp_worker_h worker, hcomm_tp_req_t *req) {
  * free), but UCX may still read the send buffer or write the receive buffer
  * until the operation ends on its own. */
 static void ucx_cancel(hcomm_tp_t *tp, hcomm_tp_req_t *req) {
-    ucp_worker_h worker = ((hcomm_ucx_comm_t *)tp->priv)->worker;
+    ucp_worker_h worker = ucx_req_worker(tp->priv, req);
     uint64_t old;
     void *h;
 

@@ -25,6 +25,7 @@
 
 #include "core/tp.h"
 
+#include <mpi.h>
 #include <stdint.h>
 
 /* UCX's headers (1.22: ucs/arch/x86_64/bitops.h, atomic.h) use the GNU
@@ -79,12 +80,23 @@ static inline ucp_tag_t hcomm_ucx_tag_low(hcomm_tag_t t) {
 
 /* Per-communicator state: tp->priv. One allocation (eps is a flexible
  * array); the endpoints themselves belong to the process-wide cache. */
+#define HCOMM_UCX_MAX_RAILS 8
+#define HCOMM_UCX_RAIL_SLOTS 16
+
 typedef struct hcomm_ucx_comm {
     ucp_worker_h worker;
     ucp_tag_t send_base; /* hcomm_ucx_tag_base(comm_id, own rank) */
     ucp_tag_t recv_base; /* hcomm_ucx_tag_base(comm_id, 0) */
     uint32_t recv_attr;  /* HCOMM_UCX_RECV_ATTR_IMM or _NO_IMM */
     uint16_t comm_id;
+    int size;
+    /* Multipath (ucx_rails.h): 0 rails, or an endpoint per rail to every
+     * rank on another node (rail_eps[rank * nrails + rail], NULL for the
+     * ranks of this node) and the rail of each tag slot. */
+    int nrails;
+    uint8_t pattern[HCOMM_UCX_RAIL_SLOTS];
+    ucp_worker_h rail_worker[HCOMM_UCX_MAX_RAILS];
+    ucp_ep_h *rail_eps;
     ucp_ep_h eps[]; /* by rank in the communicator, self included */
 } hcomm_ucx_comm_t;
 
@@ -114,6 +126,14 @@ typedef struct hcomm_ucx_comm {
 extern unsigned long hcomm_ucx_abandoned;
 
 extern const hcomm_tp_ops_t hcomm_ucx_ops;
+
+/* ucx_tp.c, for the rails' setup: vals[0] is each rank's status, and every
+ * value becomes its maximum over comm (every rank returns alike); the lock
+ * of the process-wide state; the size of MPI_COMM_WORLD. */
+hcomm_status_t hcomm_ucx_agree(MPI_Comm comm, int *vals, int n);
+void hcomm_ucx_lock(void);
+void hcomm_ucx_unlock(void);
+int hcomm_ucx_world_size(void);
 /* Frees the per-communicator state; the endpoints stay in the cache. */
 void hcomm_ucx_tp_destroy(hcomm_tp_t *tp);
 

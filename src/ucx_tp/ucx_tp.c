@@ -7,6 +7,7 @@
 
 #include "ucx_tp/ucx_tp.h"
 #include "ucx_tp/ucx_tag.h"
+#include "ucx_tp/ucx_rails.h"
 #include "core/comm.h"
 #include "core/config.h"
 #include "core/log.h"
@@ -278,6 +279,7 @@ static void ucx_fence(void) {
         now_ns() + (long long)(hcomm_cfg_double(HCOMM_CFG_TIMEOUT) * 1e9);
     for (unsigned i = 1; !flag; i++) {
         if (g.worker != NULL) ucp_worker_progress(g.worker);
+        hcomm_ucx_rails_progress();
         if (PMPI_Test(&r, &flag, MPI_STATUS_IGNORE) != MPI_SUCCESS) {
             hcomm_warn("ucx: finalize: PMPI_Test failed");
             return;
@@ -299,8 +301,10 @@ void hcomm_ucx_finalize(void) {
     if (g.available) {
         ucx_quiesce();
         ucx_close_eps();
+        hcomm_ucx_rails_close_eps();
     }
     ucx_fence();
+    hcomm_ucx_rails_close();
     if (g.available) {
         __atomic_store_n(&g.available, 0, __ATOMIC_RELEASE);
         ucp_worker_release_address(g.worker, g.addr);
@@ -325,7 +329,7 @@ void hcomm_ucx_finalize(void) {
 /* Every rank contributes vals[0..n) and gets their maxima. vals[0] is each
  * rank's status so far (mine, whose message is already recorded), so that
  * all ranks agree on failure and return the same status. */
-static hcomm_status_t ucx_agree(MPI_Comm comm, int *vals, int n) {
+hcomm_status_t hcomm_ucx_agree(MPI_Comm comm, int *vals, int n) {
     int mine = vals[0];
 
     if (PMPI_Allreduce(MPI_IN_PLACE, vals, n, MPI_INT, MPI_MAX, comm) !=
@@ -337,6 +341,18 @@ static hcomm_status_t ucx_agree(MPI_Comm comm, int *vals, int n) {
                            "rank (%s)",
                            hcomm_strerror((hcomm_status_t)vals[0]));
     return (hcomm_status_t)vals[0];
+}
+
+void hcomm_ucx_lock(void) {
+    pthread_mutex_lock(&g.lock);
+}
+
+void hcomm_ucx_unlock(void) {
+    pthread_mutex_unlock(&g.lock);
+}
+
+int hcomm_ucx_world_size(void) {
+    return g.neps;
 }
 
 /* hcomm_world_ranks, each of them one of this process's endpoint slots. */
@@ -409,7 +425,7 @@ hcomm_status_t hcomm_ucx_tp_create(MPI_Comm comm, uint16_t comm_id,
     int *world = NULL;
     char *all = NULL;
     size_t slot = 0;
-    int rank, size, inter = 0, i, vals[4], device_ok;
+    int rank, size, inter = 0, i, vals[6], device_ok, nrails;
     hcomm_status_t st = HCOMM_SUCCESS;
 
     if (out == NULL)
@@ -448,13 +464,17 @@ hcomm_status_t hcomm_ucx_tp_create(MPI_Comm comm, uint16_t comm_id,
     vals[1] = g.addr_len > INT_MAX - 64 ? INT_MAX - 64 : (int)g.addr_len;
     vals[2] = 0; /* does any rank meet a world rank for the first time? */
     vals[3] = !g.cuda_memory; /* does any rank's UCX lack device memory? */
+    /* multipath: the fewest rails of any rank (as minus the maximum) */
+    vals[4] = 0;
+    vals[5] = -hcomm_ucx_rails_count();
     if (st == HCOMM_SUCCESS) {
         pthread_mutex_lock(&g.lock);
         for (i = 0; i < size && !vals[2]; i++)
             vals[2] = g.eps[world[i]] == NULL;
         pthread_mutex_unlock(&g.lock);
     }
-    if ((st = ucx_agree(comm, vals, 4)) != HCOMM_SUCCESS) goto out;
+    if ((st = hcomm_ucx_agree(comm, vals, 6)) != HCOMM_SUCCESS) goto out;
+    nrails = -vals[5];
     /* Every rank alike, as the plans' chunk size that depends on it must
      * be (api.c). */
     device_ok = !vals[3];
@@ -473,7 +493,7 @@ hcomm_status_t hcomm_ucx_tp_create(MPI_Comm comm, uint16_t comm_id,
                                               "ucx: %zu bytes for addresses",
                                               slot * (size_t)size)
                                 : HCOMM_SUCCESS);
-    if ((st = ucx_agree(comm, vals, 1)) != HCOMM_SUCCESS) goto out;
+    if ((st = hcomm_ucx_agree(comm, vals, 1)) != HCOMM_SUCCESS) goto out;
 
     /* 3. exchange the worker addresses */
     {
@@ -493,14 +513,20 @@ hcomm_status_t hcomm_ucx_tp_create(MPI_Comm comm, uint16_t comm_id,
     pthread_mutex_lock(&g.lock);
     vals[0] = ucx_connect_locked(c, size, world, all, slot);
     pthread_mutex_unlock(&g.lock);
-    if ((st = ucx_agree(comm, vals, 1)) != HCOMM_SUCCESS) goto out;
+    if ((st = hcomm_ucx_agree(comm, vals, 1)) != HCOMM_SUCCESS) goto out;
 
 ready:
     c->worker = g.worker;
     c->comm_id = comm_id;
+    c->size = size;
     c->send_base = hcomm_ucx_tag_base(comm_id, rank);
     c->recv_base = hcomm_ucx_tag_base(comm_id, 0);
     c->recv_attr = g.recv_attr;
+    if (nrails >= 2 &&
+        (st = hcomm_ucx_rails_setup(
+             comm, c, rank, world, nrails, g.thread_multiple,
+             hcomm_cfg_double(HCOMM_CFG_TIMEOUT))) != HCOMM_SUCCESS)
+        goto out;
     tp->ops = &hcomm_ucx_ops;
     tp->priv = c;
     tp->rank = rank;
@@ -521,6 +547,7 @@ out:
 
 void hcomm_ucx_tp_destroy(hcomm_tp_t *tp) {
     if (tp == NULL) return;
+    free(((hcomm_ucx_comm_t *)tp->priv)->rail_eps);
     free(tp->priv);
     free(tp);
 }
