@@ -611,10 +611,12 @@ static hcomm_status_t run_call(const call_t *k, hcomm_comm_t comm,
     hcomm_flight_poll();
     if (atomic_load_explicit(&c->aborted, memory_order_relaxed))
         c->broken = HCOMM_ERR_ABORTED;
-    int failed = atomic_load(&c->stream_failed);
-    if (failed && !c->broken) {
-        c->broken = (hcomm_status_t)failed;
-        return hcomm_error(c->broken,
+    /* A queued call's failure, said once, whatever the worker's run of it
+     * marked already (the communicator stays broken). */
+    int failed = atomic_exchange(&c->stream_failed, 0);
+    if (failed) {
+        if (!c->broken) c->broken = (hcomm_status_t)failed;
+        return hcomm_error((hcomm_status_t)failed,
                            "communicator %u: a stream-ordered call failed "
                            "(%s); free it",
                            (unsigned)c->id, c->stream_why);
