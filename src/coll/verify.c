@@ -221,7 +221,8 @@ static hcomm_status_t build_all(verify_state_t *v, const hcomm_verify_args_t *a,
                      a->size);
             return st;
         }
-        v->ranks[r].tp = (hcomm_tp_t){&lb_ops, NULL, r, a->size, 0};
+        v->ranks[r].tp =
+            (hcomm_tp_t){.ops = &lb_ops, .rank = r, .size = a->size};
         v->ranks[r].world = &v->world;
         hcomm_exec_args_t ea = {.plan = &v->plans[r],
                                 .tp = &v->ranks[r].tp,

@@ -354,6 +354,10 @@ const char *hcomm_cfg_str(hcomm_cfg_id_t id) {
     return values[id].text;
 }
 
+hcomm_cfg_src_t hcomm_cfg_source(hcomm_cfg_id_t id) {
+    return values[id].src;
+}
+
 void hcomm_config_print_markdown(FILE *out) {
     fprintf(out, "| variable | default | meaning |\n| --- | --- | --- |\n");
     for (int i = 0; i < HCOMM_CFG_COUNT; i++)

@@ -60,6 +60,7 @@ hcomm_status_t hcomm_config_set(const char *name, const char *value);
 long long hcomm_cfg_int(hcomm_cfg_id_t id); /* int, size, bool, level */
 double hcomm_cfg_double(hcomm_cfg_id_t id);
 const char *hcomm_cfg_str(hcomm_cfg_id_t id); /* the value as given */
+hcomm_cfg_src_t hcomm_cfg_source(hcomm_cfg_id_t id);
 
 /* The nearest variable name to a misspelt one (NULL if none is close). */
 const char *hcomm_config_nearest(const char *name);

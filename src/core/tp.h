@@ -77,6 +77,7 @@ typedef struct hcomm_tp {
     void *priv;
     int rank, size;
     int device_ok; /* carries CUDA device memory (UCX with CUDA support) */
+    int rails;     /* messages between nodes spread over this many devices */
 } hcomm_tp_t;
 
 #endif

@@ -532,6 +532,7 @@ ready:
     tp->rank = rank;
     tp->size = size;
     tp->device_ok = device_ok;
+    tp->rails = c->nrails;
     *out = tp;
     tp = NULL;
     c = NULL;
