@@ -6,7 +6,8 @@
 # MPI in the same run:
 #  - perf/hcomm_bench_compress over eth0 alone: every compression scheme
 #    of hcomm_allreduce_ex against uncompressed HCOMM and MPI_Allreduce;
-#  - hcomm_perf allreduce over eth0, eth1, and both (UCX's multi-rail).
+#  - hcomm_perf allreduce over eth0, eth1, and both: UCX's multi-rail
+#    (HCOMM_USE_MULTIPATH=0), then HCOMM's multipath.
 #
 #   OUT=dir perf/netns_links.sh BUILD_DIR [RATE0 [RATE1]]
 #   (defaults 1gbit and 500mbit; as root, Open MPI)
@@ -42,9 +43,11 @@ mpi() {
     git -C "$here" log -1 --oneline 2>/dev/null
 } >"$out/env.txt"
 mpi compress.txt eth0 "$build/perf/hcomm_bench_compress" -e 64M -n 5
-for devs in eth0 eth1 eth0,eth1; do
-    mpi multirail.txt "$devs" "$build/perf/hcomm_perf" allreduce -b 1M -e 64M \
-        -f 8 -n 3 -w 1
+for run in "eth0 0" "eth1 0" "eth0,eth1 0" "eth0,eth1 1"; do
+    set -- $run
+    echo "# HCOMM_USE_MULTIPATH=$2" >>"$out/multirail.txt"
+    mpi multirail.txt "$1" -x HCOMM_USE_MULTIPATH="$2" "$build/perf/hcomm_perf" \
+        allreduce -b 1M -e 64M -f 8 -n 3 -w 1
 done
 cat "$out/compress.txt"
-grep -E '^\$|^ +[0-9]' "$out/multirail.txt"
+grep -E '^\$|^# HCOMM|^ +[0-9]' "$out/multirail.txt"
