@@ -5,6 +5,7 @@
 #endif
 
 #include "ucx_tp/ucx_rails.h"
+#include "core/clock.h"
 #include "core/config.h"
 #include "core/log.h"
 
@@ -21,7 +22,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 hcomm_ucx_rails_t hcomm_ucx_rails;
 #define R hcomm_ucx_rails
@@ -178,16 +178,10 @@ hcomm_status_t hcomm_ucx_rails_open(int thread_multiple, int world_size) {
     return HCOMM_SUCCESS;
 }
 
-static long long rail_now_ns(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
-
 void hcomm_ucx_rails_close_eps(void) {
     ucp_request_param_t p = {.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS,
                              .flags = 0}; /* flush: our sends arrive first */
-    long long deadline = rail_now_ns() + 10000000000LL;
+    double deadline = hcomm_now_seconds() + 10;
     for (int r = 0; r < R.n; r++)
         for (int i = 0; R.eps[r] && i < R.neps; i++) {
             ucp_ep_h ep = R.eps[r][i];
@@ -196,7 +190,7 @@ void hcomm_ucx_rails_close_eps(void) {
             ucs_status_ptr_t sp = ucp_ep_close_nbx(ep, &p);
             if (UCS_PTR_IS_PTR(sp)) {
                 while (ucp_request_check_status(sp) == UCS_INPROGRESS &&
-                       rail_now_ns() < deadline)
+                       hcomm_now_seconds() < deadline)
                     hcomm_ucx_rails_progress();
                 ucp_request_free(sp);
             }
@@ -278,12 +272,12 @@ static hcomm_status_t find_remote(MPI_Comm comm, int size, char *remote,
 
 /* Waits for a UCX request (NULL: done at once) until deadline. */
 static ucs_status_t rail_wait(ucp_worker_h w, ucs_status_ptr_t sp,
-                              long long deadline) {
+                              double deadline) {
     if (!sp) return UCS_OK;
     if (UCS_PTR_IS_ERR(sp)) return UCS_PTR_STATUS(sp);
     ucs_status_t us;
     while ((us = ucp_request_check_status(sp)) == UCS_INPROGRESS &&
-           rail_now_ns() < deadline)
+           hcomm_now_seconds() < deadline)
         ucp_worker_progress(w);
     if (us == UCS_INPROGRESS) {
         ucp_request_cancel(w, sp);
@@ -311,8 +305,7 @@ static double probe_rail(const hcomm_ucx_comm_t *c, int r, int rank, int a,
     ucp_request_param_t p = {.op_attr_mask = 0};
     double best = 0;
     for (int i = 0; i < PROBE_REPS; i++) {
-        long long t0 = rail_now_ns(),
-                  deadline = t0 + (long long)(timeout * 1e9);
+        double t0 = hcomm_now_seconds(), deadline = t0 + timeout;
         ucs_status_t us;
         if (rank == a) {
             us = rail_wait(w,
@@ -337,7 +330,7 @@ static double probe_rail(const hcomm_ucx_comm_t *c, int r, int rank, int a,
                        hcomm_ucx_rails.dev[r], ucs_status_string(us));
             return 0;
         }
-        double bw = (double)PROBE_BYTES / ((double)(rail_now_ns() - t0) * 1e-9);
+        double bw = (double)PROBE_BYTES / (hcomm_now_seconds() - t0);
         if (rank == a && i > 0 && bw > best) best = bw;
     }
     return best;

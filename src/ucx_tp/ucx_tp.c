@@ -466,7 +466,9 @@ hcomm_status_t hcomm_ucx_tp_create(MPI_Comm comm, uint16_t comm_id,
     vals[3] = !g.cuda_memory; /* does any rank's UCX lack device memory? */
     /* multipath: the fewest rails of any rank (as minus the maximum) */
     vals[4] = 0;
+    pthread_mutex_lock(&g.lock);
     vals[5] = -hcomm_ucx_rails_count();
+    pthread_mutex_unlock(&g.lock);
     if (st == HCOMM_SUCCESS) {
         pthread_mutex_lock(&g.lock);
         for (i = 0; i < size && !vals[2]; i++)
