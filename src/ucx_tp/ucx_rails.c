@@ -9,16 +9,6 @@
 #include "core/config.h"
 #include "core/log.h"
 
-#ifndef asm /* as in ucx_tag.h */
-#define asm __asm__
-#define HCOMM_UCX_ASM_DEFINED
-#endif
-#include <uct/api/uct.h>
-#ifdef HCOMM_UCX_ASM_DEFINED
-#undef asm
-#undef HCOMM_UCX_ASM_DEFINED
-#endif
-
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

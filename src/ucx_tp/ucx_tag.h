@@ -36,6 +36,7 @@
 #define HCOMM_UCX_ASM_DEFINED
 #endif
 #include <ucp/api/ucp.h>
+#include <uct/api/uct.h> /* the rails' devices (ucx_rails.c) */
 #include <ucs/debug/log_def.h>
 #ifdef HCOMM_UCX_ASM_DEFINED
 #undef asm
