@@ -593,21 +593,14 @@ static hcomm_status_t stream_inputs_ready(const call_t *k) {
  * chunks: through UCX's CUDA transports each message costs several
  * microseconds (1 MiB between two processes on the GPU machine: 6.7 us,
  * 64 MiB 36.7), more than a host memory message's pipelining gains. */
-#define MULTIPATH_CHUNK ((size_t)64 << 10)
-
 static size_t chunk_bytes(const hcomm_comm_impl_t *c) {
     int device = c->tp->device_ok && !hcomm_ctx.cuda_staging_forced;
     size_t chunk = (size_t)hcomm_cfg_int(device ? HCOMM_CFG_CUDA_CHUNK_SIZE
                                                 : HCOMM_CFG_CHUNK_SIZE);
-    /* Multipath sends each message over one device: more, smaller ones
-     * keep every device busy. 2 hosts x 2 ranks on links of 1 Gbit/s and
-     * 500 Mbit/s (perf/netns_links.sh), a 64 MiB allreduce: 635 ms with
-     * 1 MiB chunks, 495 with 128 KiB, 426 with 64 KiB and with 32 KiB,
-     * against 601 over the faster link alone. */
-    if (c->tp->rails > 1 && !device &&
-        hcomm_cfg_source(HCOMM_CFG_CHUNK_SIZE) == HCOMM_CFG_SRC_DEFAULT &&
-        chunk > MULTIPATH_CHUNK)
-        chunk = MULTIPATH_CHUNK;
+    /* the transport's own default, where the user set none (tp.h) */
+    if (c->tp->chunk_max && !device && chunk > c->tp->chunk_max &&
+        hcomm_cfg_source(HCOMM_CFG_CHUNK_SIZE) == HCOMM_CFG_SRC_DEFAULT)
+        chunk = c->tp->chunk_max;
     return chunk;
 }
 

@@ -77,7 +77,9 @@ typedef struct hcomm_tp {
     void *priv;
     int rank, size;
     int device_ok; /* carries CUDA device memory (UCX with CUDA support) */
-    int rails;     /* messages between nodes spread over this many devices */
+    /* The plans' chunk on host memory, unless HCOMM_CHUNK_SIZE is set:
+     * at most this many bytes (0: no bound). */
+    size_t chunk_max;
 } hcomm_tp_t;
 
 #endif
