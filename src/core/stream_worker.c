@@ -112,6 +112,15 @@ static hcomm_status_t wait_event(const job_t *j, void *event,
     return done > 0 ? HCOMM_SUCCESS : HCOMM_ERR_INTERNAL;
 }
 
+/* The communicator's first queued failure, its message before its status
+ * (run_call reads them in that order). */
+static void note_failure(job_t *j, hcomm_status_t st) {
+    if (st == HCOMM_SUCCESS || atomic_load(&j->c->stream_failed)) return;
+    snprintf(j->c->stream_why, sizeof(j->c->stream_why), "%s",
+             hcomm_last_error());
+    atomic_store(&j->c->stream_failed, (int)st);
+}
+
 static void run_job(job_t *j) {
     hcomm_status_t st = j->failed;
     if (hcomm_gpu_use_device(j->device) < 0 && st == HCOMM_SUCCESS)
@@ -121,22 +130,17 @@ static void run_job(job_t *j) {
         wait_event(j, j->inputs, "the work enqueued before it on its stream");
     if (st == HCOMM_SUCCESS) st = in;
     if (st == HCOMM_SUCCESS) st = j->run(j->arg);
+    /* Said before the stream goes on: the program's next call may come as
+     * soon as its stream has passed this one, and must learn of it. */
+    note_failure(j, st);
     /* The result is in the staging (or the call failed): the stream goes
      * on, and copies it out before the staging is given back. */
     __atomic_store_n(w.flag, j->ticket, __ATOMIC_RELEASE);
     if (j->copied) {
-        hcomm_status_t out = wait_event(j, j->copied, "copying its result out");
-        if (st == HCOMM_SUCCESS) st = out;
+        note_failure(j, wait_event(j, j->copied, "copying its result out"));
         hcomm_gpu_event_put(j->gpu, j->copied);
     }
     hcomm_gpu_event_put(j->gpu, j->inputs);
-    /* The first failure, its message before its status (run_call reads
-     * them in that order). */
-    if (st != HCOMM_SUCCESS && !atomic_load(&j->c->stream_failed)) {
-        snprintf(j->c->stream_why, sizeof(j->c->stream_why), "%s",
-                 hcomm_last_error());
-        atomic_store(&j->c->stream_failed, (int)st);
-    }
     j->done(j->arg);
 }
 

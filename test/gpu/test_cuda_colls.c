@@ -178,13 +178,10 @@ static void run_case(const shape_t *s, hcomm_comm_t comm, mem_kind_t kind,
         cudaMemcpy(b.mem_send, ds, b.bytes, cudaMemcpyDefault);
         cudaMemcpy(b.mem_recv, dr, b.bytes, cudaMemcpyDefault);
     }
-    if (st != HCOMM_SUCCESS) {
-        char what[160];
-        case_describe(s, what, sizeof(what));
-        CHECK(0, "%s on %s memory, %s: %s (%s)", what, mem_names[kind],
-              mode_names[mode], hcomm_strerror(st), hcomm_last_error());
-    }
-    case_finish(s, &b, st);
+    char where[80];
+    snprintf(where, sizeof(where), " on %s memory, %s", mem_names[kind],
+             mode_names[mode]);
+    case_finish_at(s, &b, st, where);
     /* after every rank's call: a peer's kernel may still use them */
     if (kind >= MEM_REGISTERED) MPI_Barrier(MPI_COMM_WORLD);
     if (ds) gpu_free(ds, kind, 1, comm, rs);

@@ -133,8 +133,14 @@ void case_describe(const shape_t *s, char *out, size_t len) {
 }
 
 void case_finish(const shape_t *s, bufs_t *b, hcomm_status_t st) {
-    char what[160];
-    case_describe(s, what, sizeof(what));
+    case_finish_at(s, b, st, "");
+}
+
+void case_finish_at(const shape_t *s, bufs_t *b, hcomm_status_t st,
+                    const char *where) {
+    char what[240];
+    case_describe(s, what, sizeof(what) - 80);
+    strncat(what, where, 79);
     CHECK(st == HCOMM_SUCCESS, "%s: %s (%s)", what, hcomm_strerror(st),
           hcomm_last_error());
     size_t es = hcomm_dtype_size(s->t), bad = 0, first = 0;

@@ -37,5 +37,8 @@ hcomm_status_t case_start(const shape_t *s, bufs_t *b, hcomm_comm_t comm,
 void case_describe(const shape_t *s, char *out, size_t len);
 /* Checks status and result (counted in mpi_check.h) and frees b. */
 void case_finish(const shape_t *s, bufs_t *b, hcomm_status_t st);
+/* The same, where names how the call ran (appended to the case's name). */
+void case_finish_at(const shape_t *s, bufs_t *b, hcomm_status_t st,
+                    const char *where);
 
 #endif
