@@ -4,9 +4,9 @@
 #
 #   test/gpu/run_gpu.sh [build] [kernels] [ipc] [nodes] [kill] [quick]
 #                       [stream] [preload] [regperf] [test] [smoke] [perf]
-#                       [ipcperf] [latency] [ucxchunk] [python]
-#               (no argument: build kernels ipc nodes kill stream test perf
-#               ipcperf regperf python)
+#                       [ipcperf] [latency] [ucxchunk] [python] [compress]
+#               (no argument: build kernels ipc nodes kill stream test
+#               compress perf ipcperf regperf python)
 #
 # Needs, from this checkout: .devdeps (../shared/gpu/prepare-deps.sh) and
 # the generated build files (./autogen.sh), which git ignores, so the
@@ -17,6 +17,8 @@
 # runs the Python package's tests and the DDP example (HCOMM against Gloo)
 # with GPU_PYTHON (default: the machine's PyTorch venv). GPU_BUILD_TARGETS
 # builds only those targets (the whole build takes 5 minutes there).
+# Without the build stage, a build made on the CPU machine
+# (test/gpu/prebuild.sh: .gpu-prebuilt.tar.xz, carried too) is unpacked.
 set -u
 cd "$(dirname "$0")/../.."
 src=$PWD
@@ -29,7 +31,7 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export NCCL_NVLS_ENABLE=0 # never NVLink multicast (shared/gpu/README.md)
 export HCOMM_TIMEOUT=${HCOMM_TIMEOUT:-15}
 b=$src/build-gpu
-stages=${*:-build kernels ipc nodes kill stream test perf ipcperf regperf python}
+stages=${*:-build kernels ipc nodes kill stream test compress perf ipcperf regperf python}
 has() { [[ " $stages " == *" $1 "* ]]; }
 mpirun_flags="--oversubscribe --bind-to none -x LD_LIBRARY_PATH -x HCOMM_TIMEOUT
   -x HCOMM_TRANSPORT -x HCOMM_CUDA_STAGING -x HCOMM_TEST_GPU_QUICK
@@ -61,6 +63,17 @@ mps_on() {
 }
 mps_off() { echo quit | nvidia-cuda-mps-control 2>/dev/null || true; sleep 1; }
 
+if ! has build && [ -f "$src/.gpu-prebuilt.tar.xz" ]; then
+    tar -C "$src" -xJf "$src/.gpu-prebuilt.tar.xz"
+    # its libtool wrappers and run paths name the checkout it was built in
+    built_in=$(cat "$b/.built-in" 2>/dev/null)
+    [ "$built_in" = "$src" ] || {
+        note "the prebuilt tree is from $built_in, not $src: building here"
+        rm -rf "$b"
+        stages="build $stages"
+    }
+fi
+
 if has build; then
     note "build"
     nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv >"$out/build.log" 2>&1
@@ -69,8 +82,8 @@ if has build; then
         --with-cuda=/usr/local/cuda --with-ucx="$D/ucx-cuda" \
         CPPFLAGS="-I$R/include" \
         LDFLAGS="-L$R/lib/x86_64-linux-gnu -Wl,-rpath,$R/lib/x86_64-linux-gnu"; } &&
-        if [ -n "${GPU_BUILD_TARGETS:-}" ]; then make -j16 $GPU_BUILD_TARGETS; else
-            make -j16 && make -j16 check TESTS=; fi) >>"$out/build.log" 2>&1 ||
+        if [ -n "${GPU_BUILD_TARGETS:-}" ]; then make -j${GPU_MAKE_JOBS:-16} $GPU_BUILD_TARGETS; else
+            make -j${GPU_MAKE_JOBS:-16} && make -j${GPU_MAKE_JOBS:-16} check TESTS=; fi) >>"$out/build.log" 2>&1 ||
         { note "build failed"; tail -40 "$out/build.log"; exit 1; }
     grep -A14 "configuration" "$out/build.log" | tail -14
 fi
@@ -193,6 +206,18 @@ if has test; then
     note "without MPS"
     HCOMM_TEST_GPU_QUICK=1 mpi tests.log 2 "$b/test/gpu/test_cuda_colls"
     grep -E "passed|FAILED|skipped|bandwidth" "$out/tests.log"
+fi
+
+if has compress; then
+    note "compression on GPU memory: bit for bit against the CPU's, and its cost on one node"
+    mps_on
+    for n in ${GPU_RANKS:-1 2 3 4}; do
+        mpi compress.log "$n" "$b/test/gpu/test_cuda_compress"
+    done
+    HCOMM_TRANSPORT=mpi mpi compress.log 3 "$b/test/gpu/test_cuda_compress"
+    HCOMM_CUDA_IPC=0 mpi compress.log 2 "$b/test/gpu/test_cuda_compress"
+    mpi compress.log 4 "$b/perf/hcomm_bench_compress" -D cuda -e 64M -n 5
+    grep -E "passed|FAILED|skipped|^ +[0-9]|^#" "$out/compress.log"
 fi
 
 if has perf; then
