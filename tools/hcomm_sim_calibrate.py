@@ -2,7 +2,8 @@
 """Calibrates hcomm_sim on this machine and checks it against hcomm_perf.
 
 Run from a build directory, as root (for the network namespaces):
-    python3 ../tools/hcomm_sim_calibrate.py [--quick]
+    python3 ../tools/hcomm_sim_calibrate.py [--quick] [--no-netns]
+        [--measure-only | --replay hcomm_sim_measured.json]
 
 1. Figures: the CPU's reduce and copy bandwidth (hcomm_sim --measure-cpu);
    each link level's latency and bandwidth fitted so that the simulator
@@ -20,6 +21,9 @@ Run from a build directory, as root (for the network namespaces):
    for 2 to 8 ranks on this host (oversubscribed past 2: it has 2 cores)
    and for 2 hosts x 2 and 3 hosts of 2, 2, 1 ranks, each algorithm forced
    with HCOMM_ALGO, and prints the table (markdown) with the ratio.
+With --measure-only it runs only the measurements (step 3's too) and
+keeps them in hcomm_sim_measured.json (in $OUT when set); --replay FILE
+then does steps 1-3 from them without running hcomm_perf, on any machine.
 Only the standard library; every number comes from the programs it runs.
 """
 import json
@@ -46,6 +50,30 @@ NET = "10.214.%d" % (os.getpid() % 250)
 HOSTS = [TAG + "n0", TAG + "n1", TAG + "n2"]
 
 
+ARGS = sys.argv[1:]
+MEASURE_ONLY = "--measure-only" in ARGS
+REPLAY = ARGS[ARGS.index("--replay") + 1] if "--replay" in ARGS else None
+RECORD = os.path.join(OUTDIR, "hcomm_sim_measured.json")
+MEASURED = {}
+if REPLAY:
+    with open(REPLAY) as f:
+        MEASURED = json.load(f)
+
+
+def recorded(key, measure):
+    """What this machine measures under key, kept in RECORD as it comes,
+    or read back from an earlier run's record with --replay: the measuring
+    (--measure-only) can then run on a machine whose time is dear, and the
+    fitting and comparing, which only run the simulator, elsewhere."""
+    if REPLAY:
+        return MEASURED[key]
+    MEASURED[key] = measure()
+    with open(RECORD, "w") as f:
+        json.dump(MEASURED, f, indent=1)
+        f.write("\n")
+    return MEASURED[key]
+
+
 def sh(*cmd, check=True):
     return subprocess.run(cmd, check=check, capture_output=True, text=True)
 
@@ -56,6 +84,16 @@ def perf(ranks, coll, algo, lo, hi, factor, hosts=None, reps=None):
     sessions' builds and tests share the two cores, and a run either
     misses them or loses whole scheduler quanta (bimodal: the median of
     runs lands on either mode)."""
+    # the namespaces' names change from run to run; their shape does not
+    where = hosts.replace(TAG, "ns") if hosts else "one host"
+    key = "perf %d %s %s %d-%d*%d on %s" % (ranks, coll, algo, lo, hi, factor,
+                                           where)
+    got = recorded(key, lambda: measure_perf(ranks, coll, algo, lo, hi,
+                                              factor, hosts, reps))
+    return {int(size): t for size, t in got.items()}
+
+
+def measure_perf(ranks, coll, algo, lo, hi, factor, hosts, reps):
     env = dict(ENV, HCOMM_ALGO="%s=%s" % (coll, algo))
     cmd = ["mpirun", "-np", str(ranks), "--bind-to", "none"]
     if hosts:
@@ -113,7 +151,7 @@ def fit(model, path, target, nodes, ppn, size, lo, hi, log):
     for p in path[:-1]:
         where = where[p]
     grows = path[-1] == "latency_us"
-    for _ in range(40):
+    for _ in range(24):  # to 2^-24 of the range: well below the noise
         mid = (lo * hi) ** 0.5 if log else (lo + hi) / 2
         where[path[-1]] = mid
         t = simulate(model, "allreduce", "recursive_doubling", size, nodes,
@@ -129,6 +167,8 @@ def calibrate(model, level, measured, nodes, ppn, cache=False):
     """Latency from the small sizes, bandwidth from those whose buffers
     overflow the cache, and (cache) the speedup of those that fit: each the
     median of the figures that reproduce each size alone."""
+    if MEASURE_ONLY:
+        return
     lv = model["levels"][level]
     lv["latency_us"], lv["bandwidth_GBps"] = 0.0, 10.0
     for _ in range(2):  # each figure moves the others' fits a little
@@ -172,7 +212,7 @@ def compare(rows, model, label, ranks, coll, algos, sizes, hosts=None,
     for algo in algos:
         got = perf(ranks, coll, algo, sizes[0], sizes[-1],
                    sizes[1] // sizes[0], hosts)
-        for size in sizes:
+        for size in sizes if not MEASURE_ONLY else ():
             pred = simulate(model, coll, algo, size, nodes, ppn, topo)
             rows.append((label, coll, algo, size, got[size], pred))
             print("%-22s %-9s %-18s %9d %10.1f %10.1f %5.2f" %
@@ -180,17 +220,29 @@ def compare(rows, model, label, ranks, coll, algos, sizes, hosts=None,
                    pred / got[size]), file=sys.stderr, flush=True)
 
 
-def main():
-    cpu = json.loads(sh(SIM, "--measure-cpu").stdout)
-    l2 = 1 << 20  # a rank's cache: its core's L2, as Linux reports it
+def save_figures(name, model):
+    if MEASURE_ONLY:
+        return  # nothing fitted
+    with open(os.path.join(OUTDIR, name), "w") as f:
+        json.dump(model, f, indent=2)
+        f.write("\n")
+
+
+def l2_bytes():
+    """A rank's cache: its core's L2, as Linux reports it."""
     try:
         with open("/sys/devices/system/cpu/cpu0/cache/index2/size") as f:
             text = f.read().strip()
-        l2 = int(text.rstrip("KM")) << (20 if text.endswith("M") else 10)
+        return int(text.rstrip("KM")) << (20 if text.endswith("M") else 10)
     except (OSError, ValueError):
-        pass
+        return 1 << 20
+
+
+def main():
+    cpu = recorded("cpu", lambda: json.loads(sh(SIM, "--measure-cpu").stdout))
+    l2 = recorded("l2", l2_bytes)
     base = {"nodes": 1, "ranks_per_node": 2, "rails": 1,
-            "cores": os.cpu_count(),
+            "cores": recorded("cores", os.cpu_count),
             "levels": {"node": {}, "nic": {}, "switch": {}},
             "cpu": {"reduce_GBps": cpu["reduce_GBps"],
                     "copy_GBps": cpu["copy_GBps"], "overhead_us": 0.3,
@@ -203,16 +255,14 @@ def main():
     calibrate(here, "node",
               perf(2, "allreduce", "recursive_doubling", 8, 16 << 20, 8),
               1, 2, cache=True)
-    with open(os.path.join(OUTDIR, "hcomm_sim_here.json"), "w") as f:
-        json.dump(here, f, indent=2)
-        f.write("\n")
+    save_figures("hcomm_sim_here.json", here)
     for n in (2, 3, 4, 8):
         compare(rows, here, "1 host x %d" % n, n, "allreduce",
                 ["ring", "recursive_doubling", "rabenseifner"], sizes,
                 nodes=1, ppn=n)
     # --- namespace hosts: UCX over TCP -------------------------------------
     try:
-        if NETNS:
+        if NETNS and not REPLAY:
             netns_up()
     except subprocess.CalledProcessError as e:
         print("no network namespaces here (%s): one host only" % e.stderr,
@@ -220,7 +270,8 @@ def main():
         netns_down()
         NETNS_OK = False
     else:
-        NETNS_OK = NETNS
+        NETNS_OK = NETNS and (not REPLAY or
+                              any(" on nsn" in k for k in MEASURED))
     try:
         if not NETNS_OK:
             raise StopIteration
@@ -233,9 +284,7 @@ def main():
         calibrate(ns, "nic",
                   perf(2, "allreduce", "recursive_doubling", 8, 16 << 20, 8,
                        hosts="%s:1,%s:1" % (h[0], h[1])), 2, 1)
-        with open(os.path.join(OUTDIR, "hcomm_sim_netns.json"), "w") as f:
-            json.dump(ns, f, indent=2)
-            f.write("\n")
+        save_figures("hcomm_sim_netns.json", ns)
         uneven = {"nodes": [{"ranks": [0, 1]}, {"ranks": [2, 3]},
                             {"ranks": [4]}]}
         uneven_model = {k: v for k, v in ns.items() if k != "ranks_per_node"}
@@ -250,7 +299,7 @@ def main():
     except StopIteration:
         pass
     finally:
-        if NETNS_OK:
+        if NETNS_OK and not REPLAY:
             netns_down()
     print("| shape | collective | algorithm | size | measured (us) | "
           "predicted (us) | predicted / measured |")
