@@ -2,9 +2,13 @@
  * against uncompressed HCOMM and MPI_Allreduce in the same run: median time
  * per call, the bytes each rank sends, and the ratio to MPI.
  *   mpirun -np N perf/bench_compress [-e max_bytes] [-n iterations]
- * (max_bytes as 67108864 or 64M; from 64 KiB up by 4x) */
+ *                                    [-D cuda]
+ * (max_bytes as 67108864 or 64M; from 64 KiB up by 4x). With -D cuda the
+ * buffers are GPU memory and the baseline is what a program without HCOMM
+ * does: copy to the host, MPI_Allreduce, copy back. */
 #include "core/size_parse.h"
 #include "hcomm.h"
+#include "perf.h"
 
 #include <mpi.h>
 #include <stdio.h>
@@ -40,6 +44,7 @@ static double median_us(call_fn fn, void *arg, int iters) {
 
 typedef struct {
     float *in, *out;
+    float *host_in, *host_out; /* -D cuda: the baseline's copies */
     size_t count;
     hcomm_comm_t comm;
     hcomm_allreduce_opts_t opts;
@@ -52,17 +57,24 @@ static hcomm_status_t run_ex(void *arg) {
 }
 static hcomm_status_t run_mpi(void *arg) {
     job_t *j = arg;
-    return MPI_Allreduce(j->in, j->out, (int)j->count, MPI_FLOAT, MPI_SUM,
-                         MPI_COMM_WORLD) == MPI_SUCCESS
-               ? HCOMM_SUCCESS
-               : HCOMM_ERR_TRANSPORT;
+    size_t bytes = j->count * 4;
+    const float *in = j->host_in ? j->host_in : j->in;
+    float *out = j->host_out ? j->host_out : j->out;
+    if (j->host_in && perf_dev_copy(j->host_in, j->in, bytes))
+        return HCOMM_ERR_INTERNAL;
+    if (MPI_Allreduce(in, out, (int)j->count, MPI_FLOAT, MPI_SUM,
+                      MPI_COMM_WORLD) != MPI_SUCCESS)
+        return HCOMM_ERR_TRANSPORT;
+    if (j->host_out && perf_dev_copy(j->out, j->host_out, bytes))
+        return HCOMM_ERR_INTERNAL;
+    return HCOMM_SUCCESS;
 }
 
 int main(int argc, char **argv) {
     size_t max_bytes = 64u << 20;
-    int iters = 20, opt, rank, n;
+    int iters = 20, opt, rank, n, gpu = 0;
     MPI_Init(&argc, &argv);
-    while ((opt = getopt(argc, argv, "e:n:")) != -1) {
+    while ((opt = getopt(argc, argv, "e:n:D:")) != -1) {
         if (opt == 'e' && hcomm_parse_size(optarg, &max_bytes)) {
             fprintf(stderr, "hcomm_bench_compress: -e %s is not a size\n",
                     optarg);
@@ -70,6 +82,13 @@ int main(int argc, char **argv) {
             return 2;
         }
         if (opt == 'n') iters = atoi(optarg);
+        if (opt == 'D') gpu = strcmp(optarg, "cuda") == 0;
+    }
+    char why[128];
+    if (gpu && perf_dev_init(MPI_COMM_WORLD, why, sizeof(why))) {
+        fprintf(stderr, "hcomm_bench_compress: %s\n", why);
+        MPI_Finalize();
+        return 2;
     }
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &n);
@@ -77,16 +96,27 @@ int main(int argc, char **argv) {
     job_t j = {0};
     hcomm_comm_create(MPI_COMM_WORLD, &j.comm);
     size_t maxc = max_bytes / 4;
-    j.in = malloc(maxc * 4);
-    j.out = malloc(maxc * 4);
+    float *values = malloc(maxc * 4);
     for (size_t i = 0; i < maxc; i++)
-        j.in[i] = (float)((i * 7 + (size_t)rank) % 1000) / 64.0f;
+        values[i] = (float)((i * 7 + (size_t)rank) % 1000) / 64.0f;
+    if (gpu) {
+        j.in = perf_dev_alloc(maxc * 4);
+        j.out = perf_dev_alloc(maxc * 4);
+        j.host_in = values;
+        j.host_out = malloc(maxc * 4);
+        if (!j.in || !j.out || perf_dev_copy(j.in, values, maxc * 4))
+            MPI_Abort(MPI_COMM_WORLD, 1);
+    } else {
+        j.in = values;
+        j.out = malloc(maxc * 4);
+    }
     static const char *names[] = {"none", "bf16", "fp16", "topk 1%", "onebit"};
     if (rank == 0)
-        printf("# %d ranks, float32 sum; time: median of %d (us); sent: bytes "
-               "each rank sends; ratio: MPI time / this time\n"
-               "%10s %-8s %10s %12s %10s %7s\n",
-               n, iters, "bytes", "scheme", "time", "sent", "MPI", "ratio");
+        printf("# %d ranks, float32 sum, %s memory; time: median of %d "
+               "(us); sent: bytes each rank sends; ratio: MPI time / this "
+               "time\n%10s %-8s %10s %12s %10s %7s\n",
+               n, gpu ? "GPU (MPI: with copies to the host)" : "host", iters,
+               "bytes", "scheme", "time", "sent", "MPI", "ratio");
     for (size_t bytes = 64u << 10; bytes <= max_bytes; bytes *= 4) {
         j.count = bytes / 4;
         double mpi = median_us(run_mpi, &j, iters);
@@ -121,6 +151,14 @@ int main(int argc, char **argv) {
         }
     }
     hcomm_comm_free(&j.comm);
+    if (gpu) {
+        perf_dev_free(j.in);
+        perf_dev_free(j.out);
+        free(j.host_out);
+    } else {
+        free(j.out);
+    }
+    free(values);
     hcomm_finalize();
     MPI_Finalize();
     return 0;

@@ -11,6 +11,7 @@
 struct hcomm_compress_state {
     hcomm_comm_t comm;
     size_t count;
+    int device;    /* where the residuals are: that GPU's memory, or -1 */
     float *worker; /* count: what this rank's input did not send */
     float *server; /* a chunk: what this rank's reduced chunk did not */
     size_t chunk;  /* the server residual's length (0 until first use) */
@@ -22,10 +23,25 @@ void hcomm_cmp_to16(uint16_t *dst, const float *src, size_t n, int bf16);
 void hcomm_cmp_from16(float *acc, const uint16_t *src, size_t n, int bf16,
                       int add);
 
+/* out = the 16-bit rounding of the fp32 sum of the nin chunks of m values
+ * at in (chunk p at in + p * m, added in that order), divided by divisor
+ * when it is above 1: the reduction of what nin ranks sent in 16 bits. */
+void hcomm_cmp_sum16(uint16_t *out, const uint16_t *in, size_t nin, size_t m,
+                     int bf16, int divisor);
+
 /* The k (1 <= k <= n) indices of the values of largest magnitude, in
  * increasing order (ties: the lower index first, so every rank and every
  * run pick alike). */
 void hcomm_topk_select(const float *x, size_t n, size_t k, uint32_t *idx);
+
+/* hcomm_topk_select's k values of x as (index, value bits) pairs, in
+ * increasing index order; where residual is not NULL, residual = x with
+ * those k set to 0. 0, or HCOMM_ERR_NO_MEMORY. */
+hcomm_status_t hcomm_topk_pairs(const float *x, size_t n, size_t k,
+                                uint32_t *pairs, float *residual);
+/* out[index] += value for each of the k pairs whose index is below n (a
+ * peer's wrong index changes nothing). */
+void hcomm_topk_add(float *out, const uint32_t *pairs, size_t k, size_t n);
 
 /* Bytes of n signs, packed 8 to a byte. */
 static inline size_t hcomm_onebit_bytes(size_t n) {
@@ -37,6 +53,17 @@ float hcomm_onebit_pack(const float *x, size_t n, uint8_t *bits);
 /* acc[i] += scale * sign (assign when add is 0). */
 void hcomm_onebit_unpack(float *acc, const uint8_t *bits, float scale, size_t n,
                          int add);
+
+/* One chunk of m values as 1-bit: its record (the scale's 4 bytes, then
+ * the signs; 4-byte aligned), of hcomm_onebit_record_bytes(m) bytes. */
+static inline size_t hcomm_onebit_record_bytes(size_t m) {
+    return (4 + hcomm_onebit_bytes(m) + 3) / 4 * 4;
+}
+/* The record of x; where res is not NULL, res = x - scale * sign (what
+ * the record did not carry). */
+void hcomm_onebit_encode(const float *x, size_t m, uint8_t *rec, float *res);
+/* acc[i] (+)= scale * sign of the record's element i. */
+void hcomm_onebit_decode(float *acc, const uint8_t *rec, size_t m, int add);
 
 /* "none", "bf16", "fp16", "topk:<density>", "onebit", "auto" into *kind
  * and *density, and "auto:topk:<density>" or "auto:onebit" into AUTO with

@@ -12,6 +12,7 @@
  * compresses a block. Top-k then selects per block. */
 #include "coll/hier_node.h"
 #include "compress/compress.h"
+#include "compress/compress_steps.h"
 #include "core/clock.h"
 #include "core/comm.h"
 #include "core/config.h"
@@ -31,80 +32,53 @@ typedef struct {
     int divisor;                  /* > 1: the sum is divided by it (avg) */
     float *worker;                /* error feedback: count residuals, or NULL */
     hcomm_compress_state_t state; /* its server residual (1-bit) */
+    hcomm_cx_t *x;                /* where the local steps run */
 } job_t;
 
 /* 16-bit values out, fp32 sums, 16-bit sums back. */
 static hcomm_status_t run_half(const job_t *j, const float *in, float *out,
                                int bf16) {
-    size_t n = (size_t)j->size, m = j->chunk;
+    hcomm_cx_t *x = j->x;
+    size_t n = (size_t)j->size, m = j->chunk, bytes = n * m * 2;
     hcomm_dtype_t t = bf16 ? HCOMM_BFLOAT16 : HCOMM_FLOAT16;
-    uint16_t *send = calloc(n * m, 2), *recv = malloc(n * m * 2);
-    float *acc = malloc(m * sizeof(float));
-    hcomm_status_t st = HCOMM_ERR_NO_MEMORY;
-    if (send && recv && acc) {
-        hcomm_cmp_to16(send, in, j->count, bf16);
-        st = hcomm_alltoall(send, recv, m, t, j->comm);
-    }
-    if (st == HCOMM_SUCCESS) {
-        hcomm_cmp_from16(acc, recv, m, bf16, 0);
-        for (size_t p = 1; p < n; p++)
-            hcomm_cmp_from16(acc, recv + p * m, m, bf16, 1);
-        for (size_t i = 0; j->divisor > 1 && i < m; i++)
-            acc[i] /= (float)j->divisor;
-        hcomm_cmp_to16(send, acc, m, bf16);
-        st = hcomm_allgather(send, recv, m, t, j->comm);
-    }
-    if (st == HCOMM_SUCCESS) hcomm_cmp_from16(out, recv, j->count, bf16, 0);
-    free(send);
-    free(recv);
-    free(acc);
+    uint16_t *send = hcomm_cx_alloc(x, bytes), *recv = hcomm_cx_alloc(x, bytes);
+    hcomm_cx_to16(x, send, in, j->count, bf16);
+    if (hcomm_cx_sync(x) == HCOMM_SUCCESS)
+        x->status = hcomm_alltoall(send, recv, m, t, j->comm);
+    hcomm_cx_sum16(x, send, recv, n, m, bf16, j->divisor);
+    if (hcomm_cx_sync(x) == HCOMM_SUCCESS)
+        x->status = hcomm_allgather(send, recv, m, t, j->comm);
+    hcomm_cx_from16(x, out, recv, j->count, bf16);
+    hcomm_status_t st = hcomm_cx_sync(x);
+    hcomm_cx_free(x, send, bytes);
+    hcomm_cx_free(x, recv, bytes);
     return st;
 }
 
-/* x = in + residual; the k largest go out with their indices; what stays
+/* v = in + residual; the k largest go out with their indices; what stays
  * behind is the new residual. */
 static hcomm_status_t run_topk(const job_t *j, const float *in, float *out,
                                double density) {
+    hcomm_cx_t *x = j->x;
     size_t count = j->count, n = (size_t)j->size;
     size_t k = (size_t)(density * (double)count + 0.999999);
     if (k < 1) k = 1;
     if (k > count) k = count;
-    float *x = malloc(count * sizeof(float));
-    uint32_t *idx = malloc(k * sizeof(uint32_t));
-    uint32_t *pairs = malloc(2 * k * sizeof(uint32_t)),
-             *all = malloc(2 * k * n * sizeof(uint32_t));
-    hcomm_status_t st = HCOMM_ERR_NO_MEMORY;
-    if (x && idx && pairs && all) {
-        for (size_t i = 0; i < count; i++)
-            x[i] = in[i] + (j->worker ? j->worker[i] : 0.0f);
-        hcomm_topk_select(x, count, k, idx);
-        for (size_t i = 0; i < k; i++) {
-            pairs[2 * i] = idx[i];
-            memcpy(&pairs[2 * i + 1], &x[idx[i]], sizeof(float));
-        }
-        if (j->worker) {
-            memcpy(j->worker, x, count * sizeof(float));
-            for (size_t i = 0; i < k; i++)
-                j->worker[idx[i]] = 0;
-        }
-        st = hcomm_allgather(pairs, all, 2 * k, HCOMM_UINT32, j->comm);
-    }
-    if (st == HCOMM_SUCCESS) {
-        memset(out, 0, count * sizeof(float));
-        for (size_t p = 0; p < n; p++)
-            for (size_t i = 0; i < k; i++) {
-                const uint32_t *pr = all + 2 * (p * k + i);
-                float v;
-                memcpy(&v, &pr[1], sizeof(v));
-                if (pr[0] < count) out[pr[0]] += v;
-            }
-        for (size_t i = 0; j->divisor > 1 && i < count; i++)
-            out[i] /= (float)j->divisor;
-    }
-    free(x);
-    free(idx);
-    free(pairs);
-    free(all);
+    size_t vb = count * sizeof(float), pb = 2 * k * sizeof(uint32_t);
+    float *v = hcomm_cx_alloc(x, vb);
+    uint32_t *pairs = hcomm_cx_alloc(x, pb), *all = hcomm_cx_alloc(x, n * pb);
+    hcomm_cx_add(x, v, in, j->worker, count);
+    hcomm_cx_topk_pairs(x, v, count, k, pairs, j->worker);
+    if (hcomm_cx_sync(x) == HCOMM_SUCCESS)
+        x->status = hcomm_allgather(pairs, all, 2 * k, HCOMM_UINT32, j->comm);
+    hcomm_cx_zero(x, out, vb);
+    for (size_t p = 0; p < n; p++) /* rank by rank: every rank sums alike */
+        hcomm_cx_topk_add(x, out, all + 2 * k * p, k, count);
+    hcomm_cx_divide(x, out, count, j->divisor);
+    hcomm_status_t st = hcomm_cx_sync(x);
+    hcomm_cx_free(x, v, vb);
+    hcomm_cx_free(x, pairs, pb);
+    hcomm_cx_free(x, all, n * pb);
     return st;
 }
 
@@ -115,67 +89,45 @@ static size_t chunk_len(const job_t *j, size_t p) {
     return at >= j->count ? 0 : j->count - at < m ? j->count - at : m;
 }
 
-/* One chunk as signs and a scale: the scale's 4 bytes, then the bits. */
-static size_t onebit_record(size_t m) {
-    return (4 + hcomm_onebit_bytes(m) + 3) / 4 * 4;
-}
-
-static float onebit_compress(float *x, size_t m, uint8_t *rec, float *res) {
-    float scale = hcomm_onebit_pack(x, m, rec + 4);
-    memcpy(rec, &scale, 4);
-    if (res) { /* what the signs and the scale did not carry */
-        hcomm_onebit_unpack(res, rec + 4, scale, m, 0);
-        for (size_t i = 0; i < m; i++)
-            res[i] = x[i] - res[i];
-    }
-    return scale;
-}
-
-static void onebit_expand(float *acc, const uint8_t *rec, size_t m, int add) {
-    float scale;
-    memcpy(&scale, rec, 4);
-    hcomm_onebit_unpack(acc, rec + 4, scale, m, add);
-}
-
-/* Worker: x = in + worker residual, each chunk compressed for its owner;
+/* Worker: v = in + worker residual, each chunk compressed for its owner;
  * server: the owner's sum plus its residual, compressed for everyone. */
 static hcomm_status_t run_onebit(const job_t *j, const float *in, float *out) {
+    hcomm_cx_t *x = j->x;
     hcomm_compress_state_t state = j->state;
-    size_t n = (size_t)j->size, m = j->chunk, rb = onebit_record(m);
-    float *x = calloc(n * m, sizeof(float)), *y = malloc(m * sizeof(float));
-    float *res = state ? malloc(n * m * sizeof(float)) : NULL;
-    uint8_t *send = calloc(n, rb), *recv = malloc(n * rb);
-    hcomm_status_t st = HCOMM_ERR_NO_MEMORY;
-    if (state && !state->server && (state->server = calloc(m, sizeof(float))))
+    size_t n = (size_t)j->size, m = j->chunk;
+    size_t rb = hcomm_onebit_record_bytes(m), vb = n * m * sizeof(float);
+    if (state && !state->server &&
+        (state->server = hcomm_cx_alloc(x, m * sizeof(float))))
         state->chunk = m;
-    if (x && y && send && recv && (!state || (res && state->server))) {
-        for (size_t i = 0; i < j->count; i++)
-            x[i] = in[i] + (j->worker ? j->worker[i] : 0.0f);
-        /* padding stays 0 in x; its residual is dropped below */
-        for (size_t p = 0; p < n; p++)
-            onebit_compress(x + p * m, chunk_len(j, p), send + p * rb,
-                            res ? res + p * m : NULL);
-        if (j->worker) memcpy(j->worker, res, j->count * sizeof(float));
-        st = hcomm_alltoall(send, recv, rb, HCOMM_UINT8, j->comm);
-    }
-    if (st == HCOMM_SUCCESS) {
-        size_t mine = chunk_len(j, (size_t)j->rank);
-        for (size_t p = 0; p < n; p++)
-            onebit_expand(y, recv + p * rb, mine, p > 0);
-        for (size_t i = 0; i < mine; i++) {
-            if (j->divisor > 1) y[i] /= (float)j->divisor;
-            if (state) y[i] += state->server[i];
-        }
-        onebit_compress(y, mine, send, state ? state->server : NULL);
-        st = hcomm_allgather(send, recv, rb, HCOMM_UINT8, j->comm);
-    }
-    for (size_t p = 0; st == HCOMM_SUCCESS && p < n && p * m < j->count; p++)
-        onebit_expand(out + p * m, recv + p * rb, chunk_len(j, p), 0);
-    free(x);
-    free(y);
-    free(res);
-    free(send);
-    free(recv);
+    float *v = hcomm_cx_alloc(x, vb), *y = hcomm_cx_alloc(x, m * sizeof(float));
+    float *res = state ? hcomm_cx_alloc(x, vb) : NULL;
+    uint8_t *send = hcomm_cx_alloc(x, n * rb),
+            *recv = hcomm_cx_alloc(x, n * rb);
+    /* the padding stays 0 in v; its residual is dropped below */
+    hcomm_cx_add(x, v, in, j->worker, j->count);
+    for (size_t p = 0; p < n; p++)
+        hcomm_cx_onebit_encode(x, v + p * m, chunk_len(j, p), send + p * rb,
+                               res ? res + p * m : NULL);
+    if (j->worker) hcomm_cx_copy(x, j->worker, res, j->count * sizeof(float));
+    if (hcomm_cx_sync(x) == HCOMM_SUCCESS)
+        x->status = hcomm_alltoall(send, recv, rb, HCOMM_UINT8, j->comm);
+    size_t mine = chunk_len(j, (size_t)j->rank);
+    for (size_t p = 0; p < n; p++)
+        hcomm_cx_onebit_decode(x, y, recv + p * rb, mine, p > 0);
+    hcomm_cx_divide(x, y, mine, j->divisor);
+    if (state) hcomm_cx_add(x, y, y, state->server, mine);
+    hcomm_cx_onebit_encode(x, y, mine, send, state ? state->server : NULL);
+    if (hcomm_cx_sync(x) == HCOMM_SUCCESS)
+        x->status = hcomm_allgather(send, recv, rb, HCOMM_UINT8, j->comm);
+    for (size_t p = 0; p < n && p * m < j->count; p++)
+        hcomm_cx_onebit_decode(x, out + p * m, recv + p * rb, chunk_len(j, p),
+                               0);
+    hcomm_status_t st = hcomm_cx_sync(x);
+    hcomm_cx_free(x, v, vb);
+    hcomm_cx_free(x, y, m * sizeof(float));
+    hcomm_cx_free(x, res, vb);
+    hcomm_cx_free(x, send, n * rb);
+    hcomm_cx_free(x, recv, n * rb);
     return st;
 }
 
@@ -195,12 +147,13 @@ static hcomm_status_t run_scheme(const job_t *j, hcomm_compress_t kind,
 /* A compressed allreduce of count (> 0) floats on c: along the rails
  * between node stages where c's nodes allow it (see the top), else on the
  * whole communicator. */
-static hcomm_status_t run_compressed(hcomm_comm_impl_t *c,
+static hcomm_status_t run_compressed(hcomm_comm_impl_t *c, hcomm_cx_t *x,
                                      hcomm_compress_t kind, double density,
                                      hcomm_compress_state_t state,
                                      const float *in, float *out, size_t count,
                                      int avg) {
-    job_t j = {.comm = c->handle,
+    job_t j = {.x = x,
+               .comm = c->handle,
                .rank = c->rank,
                .size = c->size,
                .count = count,
@@ -265,25 +218,23 @@ hcomm_compress_t hcomm_compress_auto_pick(double none_us, double bf16_us,
  * allowed (without error feedback: the state stays as the caller left it)
  * into scratch, then the call itself uncompressed, all timed; the slowest
  * rank's times decide for every rank alike. */
-static hcomm_status_t measure_auto(hcomm_comm_impl_t *c, unsigned cls,
-                                   const float *in, float *out, size_t count,
-                                   hcomm_op_t op, hcomm_compress_t lossy,
-                                   double density) {
-    float *scratch = malloc(count * sizeof(float));
-    if (!scratch)
-        return hcomm_error(HCOMM_ERR_NO_MEMORY, "no memory for %zu values",
-                           count);
+static hcomm_status_t measure_auto(hcomm_comm_impl_t *c, hcomm_cx_t *x,
+                                   unsigned cls, const float *in, float *out,
+                                   size_t count, hcomm_op_t op,
+                                   hcomm_compress_t lossy, double density) {
+    float *scratch = hcomm_cx_alloc(x, count * sizeof(float));
+    if (!scratch) return x->status;
     double t[3] = {0, 0, 0}, worst[3];
     hcomm_compress_t tried[2] = {HCOMM_COMPRESS_BF16, lossy};
     hcomm_status_t st = HCOMM_SUCCESS;
     for (int i = 0; i < 2 && st == HCOMM_SUCCESS; i++) {
         if (tried[i] == HCOMM_COMPRESS_NONE) continue;
         double start = 1e6 * hcomm_now_seconds();
-        st = run_compressed(c, tried[i], density, NULL, in, scratch, count,
+        st = run_compressed(c, x, tried[i], density, NULL, in, scratch, count,
                             op == HCOMM_AVG);
         t[i ? 2 : 0] = 1e6 * hcomm_now_seconds() - start;
     }
-    free(scratch);
+    hcomm_cx_free(x, scratch, count * sizeof(float));
     if (st != HCOMM_SUCCESS) return st;
     t[1] = 1e6 * hcomm_now_seconds();
     st = hcomm_allreduce(in, out, count, HCOMM_FLOAT32, op, c->handle);
@@ -359,6 +310,71 @@ hcomm_status_t hcomm_compress_parse(const char *s, hcomm_compress_t *kind,
 
 /* The communicator default: HCOMM_COMPRESS (lossy schemes without error
  * feedback: a default cannot know which tensor a call carries). */
+/* Where a call's local steps run: on the CPU for host memory, else on
+ * the GPU of its buffers, on the communicator's stream that follows the
+ * default stream, as a blocking call's work does (README, "GPU memory"). */
+static hcomm_status_t steps_for(hcomm_comm_impl_t *c, const void *sendbuf,
+                                const void *recvbuf, hcomm_cx_t *x) {
+    int sdev, rdev;
+    hcomm_memtype_t sm = hcomm_gpu_memtype(sendbuf, &sdev),
+                    rm = hcomm_gpu_memtype(recvbuf, &rdev);
+    int gpu = sm == HCOMM_MEM_DEVICE || sm == HCOMM_MEM_MANAGED ||
+              rm == HCOMM_MEM_DEVICE || rm == HCOMM_MEM_MANAGED;
+    if (!gpu) return hcomm_cx_init(x, -1, NULL);
+    if (sm == HCOMM_MEM_HOST || rm == HCOMM_MEM_HOST)
+        return hcomm_error(HCOMM_ERR_UNSUPPORTED,
+                           "allreduce with compression: the %s buffer is "
+                           "ordinary host memory and the other GPU memory",
+                           sm == HCOMM_MEM_HOST ? "send" : "receive");
+    int device = sdev >= 0 ? sdev : rdev;
+    void *stream = NULL;
+#ifdef HAVE_CUDA
+    struct hcomm_gpu_ctx *ctx;
+    if (device < 0 && (device = hcomm_gpu_current_device()) < 0)
+        return HCOMM_ERR_INTERNAL;
+    hcomm_status_t st = hcomm_comm_gpu(c, device, &ctx);
+    if (st != HCOMM_SUCCESS) return st;
+    stream = hcomm_gpu_ctx_stream(ctx, HCOMM_GPU_STREAM_IPC);
+#else
+    (void)c;
+#endif
+    return hcomm_cx_init(x, device < 0 ? 0 : device, stream);
+}
+
+/* A call's end: its steps' scratch given back, its first failure. */
+static hcomm_status_t ended(hcomm_cx_t *x, hcomm_status_t st) {
+    hcomm_status_t steps = hcomm_cx_finish(x);
+    return st != HCOMM_SUCCESS ? st : steps;
+}
+
+/* The residuals where the call's buffers are (x): moved there when the
+ * state's last call ran on the other side (or on another GPU). */
+static hcomm_status_t state_place(hcomm_compress_state_t s, hcomm_cx_t *x) {
+    if (s->device == x->device) return HCOMM_SUCCESS;
+    hcomm_cx_t old;
+    hcomm_cx_init(&old, s->device, NULL);
+    hcomm_cx_t *gpu = x->device >= 0 ? x : &old; /* it copies either way */
+    size_t wb = (s->count ? s->count : 1) * sizeof(float),
+           sb = s->chunk * sizeof(float);
+    float *worker = hcomm_cx_alloc(x, wb),
+          *server = s->server ? hcomm_cx_alloc(x, sb) : NULL;
+    hcomm_cx_copy(gpu, worker, s->worker, wb);
+    if (server) hcomm_cx_copy(gpu, server, s->server, sb);
+    hcomm_status_t st = hcomm_cx_sync(x);
+    if (st == HCOMM_SUCCESS) st = hcomm_cx_sync(gpu);
+    if (st != HCOMM_SUCCESS) {
+        hcomm_cx_free(x, worker, wb);
+        hcomm_cx_free(x, server, sb);
+        return st;
+    }
+    hcomm_cx_free(&old, s->worker, wb);
+    hcomm_cx_free(&old, s->server, sb);
+    s->worker = worker;
+    s->server = server;
+    s->device = x->device;
+    return HCOMM_SUCCESS;
+}
+
 static hcomm_status_t default_opts(hcomm_allreduce_opts_t *o) {
     memset(o, 0, sizeof(*o));
     return hcomm_compress_parse(hcomm_cfg_str(HCOMM_CFG_COMPRESS), &o->compress,
@@ -408,11 +424,6 @@ hcomm_status_t hcomm_allreduce_ex(const void *sendbuf, void *recvbuf,
         return hcomm_error(HCOMM_ERR_UNSUPPORTED,
                            "allreduce: compression takes at most 2^32 - 1 "
                            "elements");
-    int dev;
-    if (hcomm_gpu_memtype(sendbuf, &dev) != HCOMM_MEM_HOST ||
-        hcomm_gpu_memtype(recvbuf, &dev) != HCOMM_MEM_HOST)
-        return hcomm_error(HCOMM_ERR_UNSUPPORTED,
-                           "allreduce: compression takes host memory only");
     hcomm_compress_state_t state = o.state;
     int lossy = o.compress == HCOMM_COMPRESS_TOPK ||
                 o.compress == HCOMM_COMPRESS_ONEBIT ||
@@ -425,21 +436,27 @@ hcomm_status_t hcomm_allreduce_ex(const void *sendbuf, void *recvbuf,
                            state->comm == comm ? "this" : "another", count);
     if (count == 0)
         return hcomm_allreduce(sendbuf, recvbuf, 0, dtype, op, comm);
+    hcomm_cx_t x;
+    if ((st = steps_for(c, sendbuf, recvbuf, &x)) != HCOMM_SUCCESS) return st;
     if (autos) { /* measured once per size and lossy scheme allowed */
         unsigned cls = 63 - (unsigned)__builtin_clzll(count * 4);
         if (!c->compress_pick[cls] || c->compress_lossy[cls] != 1 + o.lossy ||
             (o.lossy == HCOMM_COMPRESS_TOPK &&
              c->compress_density[cls] != o.density))
-            return measure_auto(c, cls, sendbuf, recvbuf, count, op, o.lossy,
-                                o.density);
+            return ended(&x, measure_auto(c, &x, cls, sendbuf, recvbuf, count,
+                                          op, o.lossy, o.density));
         o.compress = (hcomm_compress_t)(c->compress_pick[cls] - 1);
         if (o.compress == HCOMM_COMPRESS_NONE)
-            return hcomm_allreduce(sendbuf, recvbuf, count, dtype, op, comm);
+            return ended(
+                &x, hcomm_allreduce(sendbuf, recvbuf, count, dtype, op, comm));
     }
     int fed = o.compress == HCOMM_COMPRESS_TOPK ||
               o.compress == HCOMM_COMPRESS_ONEBIT; /* error feedback */
-    return run_compressed(c, o.compress, o.density, fed ? state : NULL, sendbuf,
-                          recvbuf, count, op == HCOMM_AVG);
+    if (fed && state && (st = state_place(state, &x)) != HCOMM_SUCCESS)
+        return ended(&x, st);
+    return ended(&x, run_compressed(c, &x, o.compress, o.density,
+                                    fed ? state : NULL, sendbuf, recvbuf, count,
+                                    op == HCOMM_AVG));
 }
 
 hcomm_status_t hcomm_compress_state_create(hcomm_comm_t comm, size_t count,
@@ -460,6 +477,7 @@ hcomm_status_t hcomm_compress_state_create(hcomm_comm_t comm, size_t count,
     }
     s->comm = comm;
     s->count = count;
+    s->device = -1; /* host memory until a call on a GPU moves them */
     *state = s;
     return HCOMM_SUCCESS;
 }
@@ -468,17 +486,23 @@ hcomm_status_t hcomm_compress_state_reset(hcomm_compress_state_t state) {
     if (!state)
         return hcomm_error(HCOMM_ERR_INVALID_ARG,
                            "hcomm_compress_state_reset: state is NULL");
-    memset(state->worker, 0, state->count * sizeof(float));
-    if (state->server) memset(state->server, 0, state->chunk * sizeof(float));
-    return HCOMM_SUCCESS;
+    hcomm_cx_t x;
+    hcomm_cx_init(&x, state->device, NULL);
+    hcomm_cx_zero(&x, state->worker, state->count * sizeof(float));
+    if (state->server) hcomm_cx_zero(&x, state->server, state->chunk * 4);
+    return hcomm_cx_sync(&x);
 }
 
 hcomm_status_t hcomm_compress_state_free(hcomm_compress_state_t *state) {
     if (!state) return HCOMM_SUCCESS;
-    if (*state) {
-        free((*state)->worker);
-        free((*state)->server);
-        free(*state);
+    hcomm_compress_state_t s = *state;
+    if (s) {
+        hcomm_cx_t x;
+        hcomm_cx_init(&x, s->device, NULL);
+        hcomm_cx_free(&x, s->worker, (s->count ? s->count : 1) * sizeof(float));
+        hcomm_cx_free(&x, s->server, s->chunk * sizeof(float));
+        hcomm_cx_finish(&x);
+        free(s);
         *state = NULL;
     }
     return HCOMM_SUCCESS;

@@ -34,6 +34,21 @@ void hcomm_cmp_from16(float *acc, const uint16_t *src, size_t n, int bf16,
             acc[i] = half_to_f32(src[i]);
 }
 
+void hcomm_cmp_sum16(uint16_t *out, const uint16_t *in, size_t nin, size_t m,
+                     int bf16, int divisor) {
+    enum { BLOCK = 1024 }; /* fp32 sums on the stack, a block at a time */
+    float acc[BLOCK];
+    for (size_t at = 0; at < m && nin; at += BLOCK) {
+        size_t n = m - at < BLOCK ? m - at : BLOCK;
+        hcomm_cmp_from16(acc, in + at, n, bf16, 0);
+        for (size_t p = 1; p < nin; p++)
+            hcomm_cmp_from16(acc, in + p * m + at, n, bf16, 1);
+        for (size_t i = 0; divisor > 1 && i < n; i++)
+            acc[i] /= (float)divisor;
+        hcomm_cmp_to16(out + at, acc, n, bf16);
+    }
+}
+
 /* a before b: larger magnitude, then lower index. */
 static int before(const float *x, uint32_t a, uint32_t b) {
     float ma = fabsf(x[a]), mb = fabsf(x[b]);
@@ -134,6 +149,29 @@ void hcomm_topk_select(const float *x, size_t n, size_t k, uint32_t *idx) {
     qsort(idx, k, sizeof(*idx), by_index);
 }
 
+hcomm_status_t hcomm_topk_pairs(const float *x, size_t n, size_t k,
+                                uint32_t *pairs, float *residual) {
+    uint32_t *idx = malloc(k * sizeof(*idx));
+    if (!idx) return HCOMM_ERR_NO_MEMORY;
+    hcomm_topk_select(x, n, k, idx);
+    if (residual) memcpy(residual, x, n * sizeof(float));
+    for (size_t i = 0; i < k; i++) {
+        pairs[2 * i] = idx[i];
+        memcpy(&pairs[2 * i + 1], &x[idx[i]], sizeof(float));
+        if (residual) residual[idx[i]] = 0;
+    }
+    free(idx);
+    return HCOMM_SUCCESS;
+}
+
+void hcomm_topk_add(float *out, const uint32_t *pairs, size_t k, size_t n) {
+    for (size_t i = 0; i < k; i++) {
+        float v;
+        memcpy(&v, &pairs[2 * i + 1], sizeof(v));
+        if (pairs[2 * i] < n) out[pairs[2 * i]] += v;
+    }
+}
+
 float hcomm_onebit_pack(const float *x, size_t n, uint8_t *bits) {
     double sum = 0;
     memset(bits, 0, hcomm_onebit_bytes(n));
@@ -150,4 +188,20 @@ void hcomm_onebit_unpack(float *acc, const uint8_t *bits, float scale, size_t n,
         float v = bits[i / 8] >> (i % 8) & 1 ? scale : -scale;
         acc[i] = add ? acc[i] + v : v;
     }
+}
+
+void hcomm_onebit_encode(const float *x, size_t m, uint8_t *rec, float *res) {
+    float scale = hcomm_onebit_pack(x, m, rec + 4);
+    memcpy(rec, &scale, 4);
+    if (res) { /* what the signs and the scale did not carry */
+        hcomm_onebit_unpack(res, rec + 4, scale, m, 0);
+        for (size_t i = 0; i < m; i++)
+            res[i] = x[i] - res[i];
+    }
+}
+
+void hcomm_onebit_decode(float *acc, const uint8_t *rec, size_t m, int add) {
+    float scale;
+    memcpy(&scale, rec, 4);
+    hcomm_onebit_unpack(acc, rec + 4, scale, m, add);
 }

@@ -102,6 +102,8 @@ void hcomm_gpu_pools_trim(void);
 /* Asynchronous copy of any direction on stream. */
 hcomm_status_t hcomm_gpu_copy_async(void *dst, const void *src, size_t bytes,
                                     void *stream);
+/* Zeroes bytes of device memory at dst, enqueued on stream. */
+hcomm_status_t hcomm_gpu_zero_async(void *dst, size_t bytes, void *stream);
 /* Blocks until stream has run everything enqueued on it. */
 hcomm_status_t hcomm_gpu_stream_sync(void *stream);
 /* Makes device current for the calling thread; returns the previous one

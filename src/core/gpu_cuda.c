@@ -173,6 +173,12 @@ hcomm_status_t hcomm_gpu_copy_async(void *dst, const void *src, size_t bytes,
     return e == cudaSuccess ? HCOMM_SUCCESS : hcomm_gpu_error(e, "copying");
 }
 
+hcomm_status_t hcomm_gpu_zero_async(void *dst, size_t bytes, void *stream) {
+    if (!bytes) return HCOMM_SUCCESS;
+    cudaError_t e = cudaMemsetAsync(dst, 0, bytes, (cudaStream_t)stream);
+    return e == cudaSuccess ? HCOMM_SUCCESS : hcomm_gpu_error(e, "zeroing");
+}
+
 hcomm_status_t hcomm_gpu_stream_sync(void *stream) {
     cudaError_t e = cudaStreamSynchronize((cudaStream_t)stream);
     return e == cudaSuccess ? HCOMM_SUCCESS
