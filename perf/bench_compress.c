@@ -73,6 +73,7 @@ static hcomm_status_t run_mpi(void *arg) {
 int main(int argc, char **argv) {
     size_t max_bytes = 64u << 20;
     int iters = 20, opt, rank, n, gpu = 0;
+    setvbuf(stdout, NULL, _IOLBF, 0); /* rows as they come, into a pipe too */
     MPI_Init(&argc, &argv);
     while ((opt = getopt(argc, argv, "e:n:D:")) != -1) {
         if (opt == 'e' && hcomm_parse_size(optarg, &max_bytes)) {

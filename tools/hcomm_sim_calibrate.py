@@ -264,9 +264,9 @@ def main():
     try:
         if NETNS and not REPLAY:
             netns_up()
-    except subprocess.CalledProcessError as e:
-        print("no network namespaces here (%s): one host only" % e.stderr,
-              file=sys.stderr)
+    except (subprocess.CalledProcessError, OSError) as e:
+        print("no network namespaces here (%s): one host only" %
+              getattr(e, "stderr", e), file=sys.stderr)
         netns_down()
         NETNS_OK = False
     else:

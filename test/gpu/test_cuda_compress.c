@@ -258,6 +258,7 @@ int main(int argc, char **argv) {
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &nranks);
+    check_rank = rank;
     if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
         if (rank == 0) printf("test_cuda_compress: no CUDA device: skipped\n");
         MPI_Finalize();
