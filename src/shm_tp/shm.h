@@ -4,17 +4,18 @@
  * fast path).
  *
  * Segment: one area per rank, each holding counters on their own cache
- * lines, a ring of 16 small entries and two copies (by sequence parity) of
- * an input slot and a result slot:
+ * lines, a ring of 16 small entries, two copies (by sequence parity) of
+ * an input slot and a result slot, and a ring of 16 sub-slots of 4 KiB:
  *   arrive  = s: the rank's data (or, for CMA, its buffer addresses) for
  *                round s is published (in round s's ring entry, followed by
- *                the data when it fits);
+ *                the data when it fits; else in round s's sub-slot when
+ *                the data fits there, else in the slot of its parity);
  *   reduced = s: its share of the result of round s is published;
  *   done    = s: it has finished reading everything of round s.
  * Rounds are numbered alike on every rank (each direct call takes as many
  * consecutive numbers as it has rounds), so a rank writes a ring entry
- * only once every peer's done >= s - 16 + HCOMM_SHM_LAG (below), and the
- * parity-s slots once every peer's done >= s - 2.
+ * (or sub-slot) only once every peer's done >= s - 16 + HCOMM_SHM_LAG
+ * (below), and the parity-s slots once every peer's done >= s - 2.
  *
  * Ranks that pass different arguments would count different rounds and
  * read or write past each other's buffers: the first round's ring entry

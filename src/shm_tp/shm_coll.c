@@ -810,17 +810,17 @@ static void prefetch_next_entry(const hcomm_shm_op_t *op) {
 }
 
 /* How many rounds back the peers must be done before this round may
- * write: a round that lives in its ring entry (or writes nothing else)
- * reuses the entry of round seq - HCOMM_SHM_RING; any other writes the
- * slots (or, for CMA, the buffer addresses) of its parity, last used by
- * round seq - 2. A peer may
- * still compare the descriptors of its last HCOMM_SHM_LAG rounds done,
- * which stay in their ring entries until then (shm.h). */
+ * write: a round that lives in its ring entry or sub-slot (or writes
+ * nothing else) reuses those of round seq - HCOMM_SHM_RING; any other
+ * writes the slots (or, for CMA, the buffer addresses) of its parity,
+ * last used by round seq - 2. A peer may still compare the descriptors of
+ * its last HCOMM_SHM_LAG rounds done, which stay in their ring entries
+ * until then (shm.h). */
 static uint64_t reuse_distance(const hcomm_shm_op_t *op) {
     /* A rank that puts no data in the slots (a scatter's or broadcast's
      * receiver, a gather's root) writes only its ring entry. */
     if (op->algo == HCOMM_SHM_ONESHOT &&
-        (hcomm_shm_in_ring(round_in_bytes(op)) || !publishes_block(op)))
+        (!hcomm_shm_in_slot(round_in_bytes(op)) || !publishes_block(op)))
         return HCOMM_SHM_RING - HCOMM_SHM_LAG;
     return 2;
 }

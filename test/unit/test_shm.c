@@ -25,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <cmocka.h>
 
@@ -486,12 +487,15 @@ static void run_ranks(int P) {
     free(base);
 }
 
+/* The slot size of run_threads' segments. */
+static size_t threads_slot = SLOT;
+
 /* P ranks as threads over one segment: rank r runs fn on the r-th of the
  * args (each size bytes), whose rank_t is rk[r]; the segment is gone
  * after. */
 static void run_threads(int P, rank_t *rk, void *(*fn)(void *), void *args,
                         size_t size) {
-    size_t bytes = hcomm_shm_segment_bytes(P, SLOT);
+    size_t bytes = hcomm_shm_segment_bytes(P, threads_slot);
     void *base = aligned_alloc(4096, bytes);
     pthread_t th[MAXP];
     assert_non_null(base);
@@ -499,7 +503,7 @@ static void run_threads(int P, rank_t *rk, void *(*fn)(void *), void *args,
     for (int r = 0; r < P; r++) {
         rk[r] = (rank_t){.rank = r, .size = P};
         assert_int_equal(
-            hcomm_shm_attach(base, bytes, r, P, SLOT, 1, &rk[r].shm),
+            hcomm_shm_attach(base, bytes, r, P, threads_slot, 1, &rk[r].shm),
             HCOMM_SUCCESS);
     }
     for (int r = 0; r < P; r++)
@@ -636,12 +640,12 @@ static void test_mismatch(void **state) {
 }
 
 /* Rooted calls back to back, whose senders run ahead of their readers
- * (shm.h): every root, counts through the ring entries, the slots and
- * many rounds, each call's bytes its own, so that a read of a stale or a
- * rewritten entry shows. Then a broadcast whose last rank passes another
- * count: every rank fails with HCOMM_ERR_MISMATCH within HCOMM_SHM_LAG
- * calls more, and the readers' buffers stay untouched. */
-#define AHEAD_CALLS 96
+ * (shm.h): every root, counts through the ring entries, the sub-slots,
+ * the slots and many rounds, each call's bytes its own, so that a read of
+ * a stale or a rewritten entry or sub-slot shows. Then a broadcast whose last
+ * rank passes another count: every rank fails with HCOMM_ERR_MISMATCH within
+ * HCOMM_SHM_LAG calls more, and the readers' buffers stay untouched. */
+#define AHEAD_CALLS 168
 typedef struct {
     rank_t *rk;
     int wrong, calls_failed;
@@ -655,17 +659,18 @@ static unsigned char ahead_byte(int call, int r, size_t i) {
 }
 
 static void *ahead_main(void *arg) {
-    static const size_t ns[] = {0, 1, 3, 7, 61, 400};
+    static const size_t ns[] = {0, 1, 3, 7, 61, 400, 1500};
     static const hcomm_coll_t colls[] = {HCOMM_COLL_BCAST, HCOMM_COLL_SCATTER,
                                          HCOMM_COLL_GATHER, HCOMM_COLL_REDUCE};
     ahead_rank_t *a = arg;
     rank_t *rk = a->rk;
     int me = rk->rank, P = rk->size;
-    unsigned char send[400 * MAXP], recv[400 * MAXP];
+    unsigned char send[1500 * MAXP], recv[1500 * MAXP];
     for (int call = 0; call < AHEAD_CALLS; call++) {
-        hcomm_coll_t coll = colls[call % 4];
-        size_t n = ns[(call / 4) % 6];
-        int root = (call / 24) % P, is_root = me == root;
+        /* each collective twice in a row: a root's sub-slots in use */
+        hcomm_coll_t coll = colls[(call / 2) % 4];
+        size_t n = ns[(call / 8) % 7];
+        int root = (call / 8) % P, is_root = me == root;
         size_t all = n * (size_t)P;
         memset(recv, 0xee, sizeof(recv));
         for (size_t i = 0; i < all; i++)
@@ -673,6 +678,10 @@ static void *ahead_main(void *arg) {
                           ? ahead_byte(call, (int)(i / n), i % n)
                           : ahead_byte(call, me, i);
         if (coll == HCOMM_COLL_BCAST && is_root) memcpy(recv, send, n);
+        /* a slow reader, so that the roots do run as far ahead as the
+         * entries and sub-slots let them */
+        if (me == P - 1 && !is_root)
+            nanosleep(&(struct timespec){0, 300000}, NULL);
         hcomm_shm_op_t op;
         hcomm_status_t st =
             hcomm_shm_op_start(&op, rk->shm, HCOMM_SHM_ONESHOT, coll,
@@ -724,6 +733,7 @@ static void *ahead_main(void *arg) {
 
 static void test_run_ahead(void **state) {
     (void)state;
+    threads_slot = 8192; /* rounds in entries, sub-slots and slots */
     for (int P = 2; P <= 5; P++) {
         rank_t rk[MAXP];
         ahead_rank_t a[MAXP];
@@ -740,6 +750,7 @@ static void test_run_ahead(void **state) {
                 assert_int_equal(a[r].untouched[i], 0x5a);
         }
     }
+    threads_slot = SLOT;
 }
 
 /* alltoallv (shm.h, shm_alltoallv.c): int32 blocks whose counts take
