@@ -23,7 +23,8 @@ Run from a build directory, as root (for the network namespaces):
    with HCOMM_ALGO, and prints the table (markdown) with the ratio.
 With --measure-only it runs only the measurements (step 3's too) and
 keeps them in hcomm_sim_measured.json (in $OUT when set); --replay FILE
-then does steps 1-3 from them without running hcomm_perf, on any machine.
+then does steps 1-3 from them without running hcomm_perf, on any machine,
+writing the figures into $OUT or the current directory.
 Only the standard library; every number comes from the programs it runs.
 """
 import json
@@ -42,7 +43,6 @@ AGENT = os.path.join(HERE, "..", "test", "multinode", "netns_agent.sh")
 QUICK = "--quick" in sys.argv
 NETNS = "--no-netns" not in sys.argv
 REPS = int(os.environ.get("HCOMM_CALIB_REPS", "1" if QUICK else "5"))
-OUTDIR = os.environ.get("OUT", HERE)  # where the fitted figures go
 ENV = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1",
            OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1", HCOMM_TIMEOUT="120")
 TAG = "hs%d" % (os.getpid() % 10000)
@@ -53,6 +53,9 @@ HOSTS = [TAG + "n0", TAG + "n1", TAG + "n2"]
 ARGS = sys.argv[1:]
 MEASURE_ONLY = "--measure-only" in ARGS
 REPLAY = ARGS[ARGS.index("--replay") + 1] if "--replay" in ARGS else None
+# Where the fitted figures go: tools/, as this machine's, unless they come
+# from another machine's record (then the current directory).
+OUTDIR = os.environ.get("OUT", os.getcwd() if REPLAY else HERE)
 RECORD = os.path.join(OUTDIR, "hcomm_sim_measured.json")
 MEASURED = {}
 if REPLAY:
