@@ -22,14 +22,14 @@
 #include "ucx_tp/ucx_rails.h"
 #include "ucx_tp/ucx_tag.h"
 #include "ucx_tp/ucx_tp.h"
+#include "core/clock.h"
 #include "core/log.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
-#define HCOMM_UCX_CANCEL_WAIT_NS 100000000LL /* 0.1 s */
+#define HCOMM_UCX_CANCEL_WAIT_S 0.1
 
 unsigned long hcomm_ucx_abandoned;
 
@@ -222,24 +222,18 @@ static void ucx_progress(hcomm_tp_t *tp) {
         ucp_worker_progress(c->rail_worker[r]);
 }
 
-static long long ucx_now_ns(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
-
-/* Progresses until req->done or about HCOMM_UCX_CANCEL_WAIT_NS passed. */
+/* Progresses until req->done or about HCOMM_UCX_CANCEL_WAIT_S passed. */
 static void ucx_wait_bounded(ucp_worker_h worker, hcomm_tp_req_t *req) {
-    long long start = 0;
+    double start = 0;
     unsigned i;
 
     for (i = 0; !__atomic_load_n(&req->done, __ATOMIC_ACQUIRE); i++) {
         ucp_worker_progress(worker);
         if ((i & 63) == 0) {
-            long long now = ucx_now_ns();
+            double now = hcomm_now_seconds();
             if (i == 0)
                 start = now;
-            else if (now - start > HCOMM_UCX_CANCEL_WAIT_NS)
+            else if (now - start > HCOMM_UCX_CANCEL_WAIT_S)
                 return;
         }
     }
@@ -248,7 +242,7 @@ static void ucx_wait_bounded(ucp_worker_h worker, hcomm_tp_req_t *req) {
 /* On return req->done is 1 and UCX will not touch *req again. A receive that
  * has not matched yet is cancelled at once (status HCOMM_ERR_TRANSPORT). UCX
  * 1.13 cannot cancel a send or a receive whose data is already moving; those
- * get up to HCOMM_UCX_CANCEL_WAIT_NS of progress to finish, and are then
+ * get up to HCOMM_UCX_CANCEL_WAIT_S of progress to finish, and are then
  * abandoned: the UCX request is released without its callback (so *req is
  * free), but UCX may still read the send buffer or write the receive buffer
  * until the operation ends on its own. */

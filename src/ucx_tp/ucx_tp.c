@@ -8,6 +8,7 @@
 #include "ucx_tp/ucx_tp.h"
 #include "ucx_tp/ucx_tag.h"
 #include "ucx_tp/ucx_rails.h"
+#include "core/clock.h"
 #include "core/comm.h"
 #include "core/config.h"
 #include "core/log.h"
@@ -19,10 +20,9 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
-#define HCOMM_UCX_CLOSE_TIMEOUT_NS 10000000000LL /* 10 s for all closes */
-#define HCOMM_UCX_QUIESCE_NS 1000000000LL        /* 1 s with abandoned ops */
+#define HCOMM_UCX_CLOSE_TIMEOUT_S 10.0 /* for all closes */
+#define HCOMM_UCX_QUIESCE_S 1.0        /* with abandoned ops */
 
 /* Process-wide state. lock guards all of it during init, finalize and
  * transport creation; the data path only reads worker and the endpoints,
@@ -48,12 +48,6 @@ static int mpi_active(void) {
     PMPI_Initialized(&init);
     PMPI_Finalized(&fin);
     return init && !fin;
-}
-
-static long long now_ns(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
 /* ---- init / finalize -------------------------------------------------- */
@@ -200,13 +194,13 @@ int hcomm_ucx_num_endpoints(void) {
 }
 
 /* Waits for an endpoint close request until deadline, then frees it. */
-static void ucx_wait_close(void *req, long long deadline) {
+static void ucx_wait_close(void *req, double deadline) {
     ucs_status_t us;
     unsigned i;
 
     for (i = 0; (us = ucp_request_check_status(req)) == UCS_INPROGRESS; i++) {
         ucp_worker_progress(g.worker);
-        if ((i & 1023) == 1023 && now_ns() > deadline) break;
+        if ((i & 1023) == 1023 && hcomm_now_seconds() > deadline) break;
     }
     if (us != UCS_OK)
         hcomm_warn("ucx: closing an endpoint: %s", ucs_status_string(us));
@@ -220,8 +214,9 @@ static void ucx_wait_close(void *req, long long deadline) {
 static void ucx_quiesce(void) {
     unsigned long abandoned =
         __atomic_load_n(&hcomm_ucx_abandoned, __ATOMIC_RELAXED);
-    long long deadline = now_ns() + (abandoned ? HCOMM_UCX_QUIESCE_NS
-                                               : HCOMM_UCX_QUIESCE_NS / 10);
+    double deadline =
+        hcomm_now_seconds() +
+        (abandoned ? HCOMM_UCX_QUIESCE_S : HCOMM_UCX_QUIESCE_S / 10);
     unsigned idle = 0, i;
 
     if (abandoned)
@@ -230,13 +225,13 @@ static void ucx_quiesce(void) {
                    abandoned);
     for (i = 1; idle < 1024; i++) {
         idle = ucp_worker_progress(g.worker) ? 0 : idle + 1;
-        if ((i & 255) == 0 && now_ns() > deadline) break;
+        if ((i & 255) == 0 && hcomm_now_seconds() > deadline) break;
     }
 }
 
 /* Flush-closes every cached endpoint, all in flight at once. */
 static void ucx_close_eps(void) {
-    long long deadline = now_ns() + HCOMM_UCX_CLOSE_TIMEOUT_NS;
+    double deadline = hcomm_now_seconds() + HCOMM_UCX_CLOSE_TIMEOUT_S;
     void **reqs = g.neps > 0 ? calloc((size_t)g.neps, sizeof *reqs) : NULL;
     ucp_request_param_t p;
     ucs_status_ptr_t sp;
@@ -275,8 +270,7 @@ static void ucx_fence(void) {
         return;
     }
     /* Bounded: a dead peer never reaches the barrier. */
-    long long deadline =
-        now_ns() + (long long)(hcomm_cfg_double(HCOMM_CFG_TIMEOUT) * 1e9);
+    double deadline = hcomm_now_seconds() + hcomm_cfg_double(HCOMM_CFG_TIMEOUT);
     for (unsigned i = 1; !flag; i++) {
         if (g.worker != NULL) ucp_worker_progress(g.worker);
         hcomm_ucx_rails_progress();
@@ -284,7 +278,7 @@ static void ucx_fence(void) {
             hcomm_warn("ucx: finalize: PMPI_Test failed");
             return;
         }
-        if ((i & 1023) == 0 && now_ns() > deadline) {
+        if ((i & 1023) == 0 && hcomm_now_seconds() > deadline) {
             hcomm_warn("ucx: finalize: some rank never reached the final "
                        "barrier (HCOMM_TIMEOUT); going on without it");
             return;
