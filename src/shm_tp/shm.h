@@ -161,6 +161,15 @@ typedef struct {
     uint64_t in_off, out_off;
 } hcomm_shm_devreg_t;
 
+/* alltoallv's record head (shm_alltoallv.c), in a rank's first-round
+ * ring entry. */
+typedef struct {
+    uint64_t bytes;          /* the whole record's, UINT64_MAX past it */
+    uint64_t sent, expected; /* sums of pair terms (shm_alltoallv.c) */
+    uint64_t readable;       /* peers may read the send buffer directly */
+    uint64_t largest;        /* of the blocks it sends */
+} hcomm_shm_a2av_head_t;
+
 /* One direct call in progress. */
 typedef struct {
     hcomm_shm_t *shm;
@@ -187,10 +196,10 @@ typedef struct {
     size_t *vcopy; /* what they point into: the call's copy (alltoallv:
                     * vcounts is shm->a2av_bytes) */
     int declined;  /* alltoallv: blocks too large here, run a plan */
-    /* alltoallv: this rank's first-round record head (shm_alltoallv.c),
-     * kept here: its line in the segment may have moved to a peer that
-     * read it, and reading it back would cost a miss. */
-    uint64_t a2av_head[5];
+    /* alltoallv: this rank's first-round record head, kept here: its
+     * line in the segment may have moved to a peer that read it, and
+     * reading it back would cost a miss. */
+    hcomm_shm_a2av_head_t a2av_head;
     /* A CUDA IPC call's agreement: every rank's registration, this rank's
      * sent with the descriptor and the peers' read back before the round
      * ends (the ring entry holding them is reused only after that). */

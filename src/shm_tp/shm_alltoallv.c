@@ -28,12 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct {
-    uint64_t bytes;          /* the whole record's, UINT64_MAX past it */
-    uint64_t sent, expected; /* sums of pair_term(), below */
-    uint64_t readable;       /* peers may read the send buffer directly */
-    uint64_t largest;        /* of the blocks it sends */
-} head_t;
+typedef hcomm_shm_a2av_head_t head_t;
 
 typedef struct {
     uint64_t at, from; /* the block in the record, in the send buffer */
@@ -81,11 +76,8 @@ static uint64_t pair_term(int from, int to, uint64_t bytes) {
     return x ^ (x >> 31);
 }
 
-_Static_assert(sizeof(head_t) == sizeof(((hcomm_shm_op_t *)0)->a2av_head),
-               "the op keeps a head");
-
 static head_t *own_head(hcomm_shm_op_t *op) {
-    return (head_t *)(void *)op->a2av_head;
+    return &op->a2av_head;
 }
 
 static const head_t *head_of(const hcomm_shm_t *shm, int r, uint64_t seq) {
