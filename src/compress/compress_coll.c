@@ -23,7 +23,6 @@
 
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 typedef struct {
     hcomm_comm_t comm; /* the whole communicator, or a rail */

@@ -117,12 +117,13 @@ size_t cub_bytes(size_t n) {
     return pairs > keys ? pairs : keys;
 }
 
-TopkScratch carve(void *scratch, size_t n) {
+// Four arrays of n words, then CUB's part: the rest of the scratch.
+TopkScratch carve(void *scratch, size_t scratch_bytes, size_t n) {
     char *p = (char *)scratch;
     size_t a = align256(n * sizeof(uint32_t));
     return TopkScratch{
         (uint32_t *)p,           (uint32_t *)(p + a), (uint32_t *)(p + 2 * a),
-        (uint32_t *)(p + 3 * a), p + 4 * a,           cub_bytes(n)};
+        (uint32_t *)(p + 3 * a), p + 4 * a,           scratch_bytes - 4 * a};
 }
 
 // Bits that index n values.
@@ -243,7 +244,7 @@ extern "C" int hcomm_cuda_topk_pairs(const float *x, size_t n, size_t k,
     if (k == 0 || k > n || n > 0x7fffffff ||
         scratch_bytes < hcomm_cuda_topk_scratch(n))
         return (int)cudaErrorInvalidValue;
-    TopkScratch t = carve(scratch, n);
+    TopkScratch t = carve(scratch, scratch_bytes, n);
     cudaError_t e =
         (cudaError_t)launch(keys_kernel, grid_for(n), stream, x, n, t.k0, t.v0);
     cub::DoubleBuffer<uint32_t> keys(t.k0, t.k1), idx(t.v0, t.v1);

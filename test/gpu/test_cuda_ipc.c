@@ -14,6 +14,7 @@
  *    is broken.
  * Without a GPU: exit 77 (skip). */
 #include "core/config.h"
+#include "hold_stream.h"
 #include "mpi_check.h"
 
 #include <cuda_runtime_api.h>
@@ -24,14 +25,7 @@
 #include <string.h>
 
 static int rank, nranks;
-static atomic_int released;
-
-static void CUDART_CB hold_stream(void *arg) {
-    (void)arg;
-    double t0 = MPI_Wtime();
-    while (!atomic_load(&released) && MPI_Wtime() - t0 < 20)
-        ;
-}
+static double hold_limit = 20;
 
 /* Counts of 1000 on rank 0 and 1001 elsewhere, guards of 64 floats. */
 static void test_mismatch(hcomm_comm_t comm) {
@@ -68,13 +62,13 @@ static void test_absent_peer(hcomm_comm_t comm) {
     /* the communicator's first call maps the workspaces */
     CHECK_OK(hcomm_allreduce(d, d, n, HCOMM_FLOAT32, HCOMM_SUM, comm));
     if (rank == 1) {
-        cudaLaunchHostFunc(s, hold_stream, NULL);
+        cudaLaunchHostFunc(s, hold_stream, &hold_limit);
         /* agreed with the others on the host, enqueued behind the hold */
         CHECK_OK(
             hcomm_allreduce_stream(d, d, n, HCOMM_FLOAT32, HCOMM_SUM, comm, s));
         MPI_Barrier(MPI_COMM_WORLD); /* the others have failed */
         CHECK_OK(hcomm_comm_abort(comm));
-        atomic_store(&released, 1);
+        atomic_store(&hold_released, 1);
         double t0 = MPI_Wtime();
         CHECK(cudaStreamSynchronize(s) == cudaSuccess,
               "the held stream failed");
