@@ -11,6 +11,9 @@
 #include "core/stream_worker.h"
 #include "cuda_ipc/ipc.h"
 #include "kernels/reduce.h"
+#ifdef HAVE_CUDA
+#include "kernels/reduce_cuda.h"
+#endif
 #include "topo/topo.h"
 
 #include <stdint.h>
@@ -366,8 +369,41 @@ static hcomm_status_t run_direct_a2av(call_t *k, hcomm_comm_impl_t *c,
     return st;
 }
 
-/* A blocking hierarchical call whose node stages run on shared memory. */
-static hcomm_status_t run_node_stages(const call_t *k, hcomm_comm_impl_t *c) {
+/* The GPU a device call runs on, and its context. */
+static hcomm_status_t gpu_context(hcomm_comm_impl_t *c, call_mem_t *m,
+                                  struct hcomm_gpu_ctx **ctx) {
+#ifdef HAVE_CUDA
+    if (m->device < 0 && (m->device = hcomm_gpu_current_device()) < 0)
+        return HCOMM_ERR_INTERNAL;
+#endif
+    return hcomm_comm_gpu(c, m->device, ctx);
+}
+
+#ifdef HAVE_CUDA
+/* AVG's division of a node-stage allreduce on device memory, on the
+ * communicator's IPC stream (which follows the default stream). */
+static hcomm_status_t gpu_divide(const call_t *k, hcomm_comm_impl_t *c,
+                                 call_mem_t *mem) {
+    struct hcomm_gpu_ctx *ctx;
+    hcomm_status_t st = gpu_context(c, mem, &ctx);
+    if (st != HCOMM_SUCCESS) return st;
+    void *s = hcomm_gpu_ctx_stream(ctx, HCOMM_GPU_STREAM_IPC);
+    const void *srcs[1] = {k->recvbuf};
+    int e = hcomm_cuda_reduce(k->recvbuf, NULL, srcs, 1, k->count, k->dtype,
+                              HCOMM_SUM, c->size, s);
+    return e ? hcomm_gpu_error(e, "allreduce AVG: the division")
+             : hcomm_gpu_stream_sync(s);
+}
+#endif
+
+/* A call as node and rail stages (coll/hier_node.h): on host memory any of
+ * the four, in the host's chunks; on device memory allreduce, whose node
+ * calls take the CUDA IPC path, in the chunks of the plans on device memory
+ * (each node call launches a kernel). */
+static hcomm_status_t run_node_stages(const call_t *k, hcomm_comm_impl_t *c,
+                                      call_mem_t *mem) {
+    size_t chunk = (size_t)hcomm_cfg_int(mem->on_gpu ? HCOMM_CFG_CUDA_CHUNK_SIZE
+                                                     : HCOMM_CFG_CHUNK_SIZE);
     switch (k->coll) {
     case HCOMM_COLL_BCAST:
         return hcomm_hier_node_bcast(c, k->recvbuf, k->count, k->dtype,
@@ -379,19 +415,16 @@ static hcomm_status_t run_node_stages(const call_t *k, hcomm_comm_impl_t *c) {
         return hcomm_hier_node_reduce_scatter(c, k->sendbuf, k->recvbuf,
                                               k->count, k->dtype, k->op);
     default:
-        return hcomm_hier_node_allreduce(c, k->sendbuf, k->recvbuf, k->count,
-                                         k->dtype, k->op);
+        break;
     }
-}
-
-/* The GPU a device call runs on, and its context. */
-static hcomm_status_t gpu_context(hcomm_comm_impl_t *c, call_mem_t *m,
-                                  struct hcomm_gpu_ctx **ctx) {
+    int gpu_avg = mem->on_gpu && k->op == HCOMM_AVG;
+    hcomm_status_t st =
+        hcomm_hier_node_allreduce(c, k->sendbuf, k->recvbuf, k->count, k->dtype,
+                                  gpu_avg ? HCOMM_SUM : k->op, chunk);
 #ifdef HAVE_CUDA
-    if (m->device < 0 && (m->device = hcomm_gpu_current_device()) < 0)
-        return HCOMM_ERR_INTERNAL;
+    if (st == HCOMM_SUCCESS && gpu_avg) st = gpu_divide(k, c, mem);
 #endif
-    return hcomm_comm_gpu(c, m->device, ctx);
+    return st;
 }
 
 #ifdef HAVE_CUDA
@@ -703,15 +736,23 @@ static hcomm_status_t run_call(const call_t *k, hcomm_comm_t comm,
     if (!algo)
         return hcomm_error(HCOMM_ERR_UNSUPPORTED, "%s is not implemented yet",
                            hcomm_coll_name(k->coll));
-    if (!out && host_paths && node_of &&
+    /* Device memory takes the node stages in blocking allreduces up to
+     * HCOMM_CUDA_NODE_STAGES_MAX (README, "Hierarchical calls on device
+     * memory": where they won on the GPU machine); not stream-ordered ones,
+     * whose staging is the worker's, whose calls take no IPC path. */
+    int gpu_stages = mem.on_gpu && !k->on_stream && !queued &&
+                     k->coll == HCOMM_COLL_ALLREDUCE &&
+                     k->count * esize <=
+                         (size_t)hcomm_cfg_int(HCOMM_CFG_CUDA_NODE_STAGES_MAX);
+    if (!out && (host_paths || gpu_stages) && node_of &&
         hcomm_hier_node_applies(c, k->coll, algo, k->count * esize)) {
         uint64_t call = hcomm_flight_begin(&c->flight, k->coll, k->dtype,
                                            k->count, k->root, 0);
-        st = run_node_stages(k, c);
+        st = run_node_stages(k, c, &mem);
         hcomm_flight_end(&c->flight, call, st);
         if (pc) {
             pc->algo = "hierarchical";
-            pc->transport = "shm+net";
+            pc->transport = host_paths ? "shm+net" : "node+rail";
             hcomm_profile_end(pc, st);
         }
         return st;
@@ -719,6 +760,15 @@ static hcomm_status_t run_call(const call_t *k, hcomm_comm_t comm,
     struct hcomm_gpu_ctx *ctx = NULL;
     if (mem.on_gpu && (st = gpu_context(c, &mem, &ctx)) != HCOMM_SUCCESS)
         return st;
+    int gpu_direct = c->tp->device_ok && !hcomm_ctx.cuda_staging_forced;
+#ifdef HAVE_CUDA
+    /* A blocking or non-blocking call follows the default stream, as the
+     * IPC path's does (README, "GPU memory"); a stream-ordered one follows
+     * its own stream (above, or the worker's staging). */
+    if (mem.on_gpu && !k->on_stream && !queued &&
+        (st = hcomm_gpu_follow_default(ctx, gpu_direct)) != HCOMM_SUCCESS)
+        return st;
+#endif
     hcomm_plan_args_t pa = {.coll = k->coll,
                             .rank = c->rank,
                             .size = c->size,
@@ -746,8 +796,7 @@ static hcomm_status_t run_call(const call_t *k, hcomm_comm_t comm,
                             .gpu = mem.on_gpu ? ctx : NULL,
                             .send_on_device = mem.send_dev,
                             .recv_on_device = mem.recv_dev,
-                            .gpu_direct = c->tp->device_ok &&
-                                          !hcomm_ctx.cuda_staging_forced};
+                            .gpu_direct = (uint8_t)gpu_direct};
 
     struct hcomm_request on_stack, *req = new_request(out, &on_stack);
     if (!req) {

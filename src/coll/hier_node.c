@@ -1,9 +1,10 @@
 /* Hierarchical calls whose stages inside a node run on the node's shared
- * segment: the communicator is split into its nodes (each with a segment)
- * and its rails (local rank i of every node), and a call becomes direct
- * calls on the node communicator and plan calls on the rail communicator,
- * pipelined chunk by chunk: while one chunk crosses between nodes on the
- * rails, the next is reduced (or the previous spread) on shared memory.
+ * segment, or over CUDA IPC on device memory: the communicator is split
+ * into its nodes (each with a segment and an IPC path) and its rails
+ * (local rank i of every node), and a call becomes direct calls on the node
+ * communicator and plan calls on the rail communicator, pipelined chunk by
+ * chunk: while one chunk crosses between nodes on the rails, the next is
+ * reduced (or the previous spread) inside the node.
  *
  * Every rank runs the same schedule, so the calls on each sub-communicator
  * come in the same order everywhere. Only blocking calls take this form
@@ -108,12 +109,16 @@ static hcomm_status_t pipe_drain(pipeline_t *p, hcomm_status_t st) {
     return st;
 }
 
-/* Elements per chunk: HCOMM_CHUNK_SIZE bytes of per elements each, rounded
- * down to a multiple of align (at least align). */
-static size_t chunk_elems(size_t per, size_t align) {
-    size_t n = (size_t)hcomm_cfg_int(HCOMM_CFG_CHUNK_SIZE) / per;
+/* Elements per chunk: chunk bytes of per elements each, rounded down to a
+ * multiple of align (at least align). */
+static size_t chunk_elems(size_t chunk, size_t per, size_t align) {
+    size_t n = chunk / per;
     n -= n % align;
     return n ? n : align;
+}
+
+static size_t host_chunk(void) {
+    return (size_t)hcomm_cfg_int(HCOMM_CFG_CHUNK_SIZE);
 }
 
 /* Columns [off, off + len) of every rank's block of count: between a
@@ -154,13 +159,13 @@ static hcomm_status_t scratch(size_t a, size_t b, char **pa, char **pb,
 hcomm_status_t hcomm_hier_node_allreduce(hcomm_comm_impl_t *c,
                                          const void *sendbuf, void *recvbuf,
                                          size_t count, hcomm_dtype_t dtype,
-                                         hcomm_op_t op) {
+                                         hcomm_op_t op, size_t chunk) {
     hcomm_comm_t node, rail;
     hcomm_status_t st = hcomm_hier_subcomms(c, &node, &rail);
     if (st != HCOMM_SUCCESS) return st;
     const hcomm_topo_map_t *m = &c->topo->map;
     const int L = m->node_size[0], li = m->local_rank[c->rank];
-    const size_t es = hcomm_dtype_size(dtype), step = chunk_elems(es, L);
+    const size_t es = hcomm_dtype_size(dtype), step = chunk_elems(chunk, es, L);
     const hcomm_op_t rop = op == HCOMM_AVG ? HCOMM_SUM : op;
     const char *src = sendbuf;
     char *dst = recvbuf;
@@ -213,7 +218,7 @@ hcomm_status_t hcomm_hier_node_reduce_scatter(hcomm_comm_impl_t *c,
     if (st != HCOMM_SUCCESS) return st;
     const hcomm_topo_map_t *m = &c->topo->map;
     const size_t N = (size_t)m->nnodes, es = hcomm_dtype_size(dtype);
-    const size_t step = chunk_elems(es * (size_t)c->size, 1);
+    const size_t step = chunk_elems(host_chunk(), es * (size_t)c->size, 1);
     const hcomm_op_t rop = op == HCOMM_AVG ? HCOMM_SUM : op;
     char *grouped, *partial;
     if ((st = scratch((size_t)c->size * step * es, DEPTH * N * step * es,
@@ -249,7 +254,7 @@ hcomm_status_t hcomm_hier_node_allgather(hcomm_comm_impl_t *c,
     if (st != HCOMM_SUCCESS) return st;
     const hcomm_topo_map_t *m = &c->topo->map;
     const size_t N = (size_t)m->nnodes, es = hcomm_dtype_size(dtype);
-    const size_t step = chunk_elems(es * (size_t)c->size, 1);
+    const size_t step = chunk_elems(host_chunk(), es * (size_t)c->size, 1);
     char *railed, *all;
     if ((st = scratch(DEPTH * N * step * es, (size_t)c->size * step * es,
                       &railed, &all, "allgather")) != HCOMM_SUCCESS)
@@ -285,7 +290,7 @@ hcomm_status_t hcomm_hier_node_bcast(hcomm_comm_impl_t *c, void *buf,
     const int head = m->local_rank[root];
     const int on_rail = m->local_rank[c->rank] == head;
     const size_t es = hcomm_dtype_size(dtype);
-    const size_t step = chunk_elems(es, 1);
+    const size_t step = chunk_elems(host_chunk(), es, 1);
     char *data = buf;
     hcomm_request_t req = HCOMM_REQUEST_NULL;
     /* The root's rail sends chunk k + 1 while chunk k spreads in nodes. */

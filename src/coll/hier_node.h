@@ -1,4 +1,4 @@
-/* Hierarchical calls with their node stages on shared memory (see
+/* Hierarchical calls with their node stages on shared memory or CUDA IPC (see
  * hier_node.c). */
 #ifndef HCOMM_COLL_HIER_NODE_H
 #define HCOMM_COLL_HIER_NODE_H
@@ -20,10 +20,14 @@ int hcomm_hier_node_shape_ok(const hcomm_comm_impl_t *c);
  * every rank of c must reach it in the same call). */
 hcomm_status_t hcomm_hier_subcomms(hcomm_comm_impl_t *c, hcomm_comm_t *node,
                                    hcomm_comm_t *rail);
+/* Allreduce runs on any memory the node and rail calls take (its stages
+ * need no scratch), in chunks of chunk bytes; it divides for HCOMM_AVG with
+ * the CPU. The others run on host memory, in chunks of HCOMM_CHUNK_SIZE
+ * (ReduceScatter and AllGather regroup blocks with the CPU). */
 hcomm_status_t hcomm_hier_node_allreduce(hcomm_comm_impl_t *c,
                                          const void *sendbuf, void *recvbuf,
                                          size_t count, hcomm_dtype_t dtype,
-                                         hcomm_op_t op);
+                                         hcomm_op_t op, size_t chunk);
 hcomm_status_t hcomm_hier_node_reduce_scatter(hcomm_comm_impl_t *c,
                                               const void *sendbuf,
                                               void *recvbuf, size_t count,

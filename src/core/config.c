@@ -86,7 +86,8 @@ static const cfg_entry_t table[HCOMM_CFG_COUNT] = {
      "always through pinned host buffers."},
     {"HCOMM_CUDA_CHUNK_SIZE", CFG_SIZE, "16M", NULL,
      "HCOMM_CHUNK_SIZE of the plans on a communicator whose every rank's "
-     "UCX carries device memory: fewer, larger messages, each of which costs "
+     "UCX carries device memory, and of the node stages of a hierarchical "
+     "call on device memory: fewer, larger messages, each of which costs "
      "UCX several microseconds on a GPU; at least 4K."},
     {"HCOMM_MEMLOG", CFG_CHOICE, "0", "0|1",
      "1: log on stderr every growth and release of the GPU scratch and "
@@ -107,6 +108,11 @@ static const cfg_entry_t table[HCOMM_CFG_COUNT] = {
     {"HCOMM_CUDA_IPC_BLOCKS", CFG_INT, "32", NULL,
      "Most thread blocks of a CUDA IPC kernel (1 to 64); each moves at "
      "least 32 KiB of a round."},
+    {"HCOMM_CUDA_NODE_STAGES_MAX", CFG_SIZE, "256K", NULL,
+     "Largest AllReduce (bytes) of device memory on several nodes that runs "
+     "as node stages (CUDA IPC inside a node, every local rank's rail "
+     "across); larger ones, and broadcasts, take the hierarchical plans. "
+     "0: never."},
     {"HCOMM_DEBUG_SUBSYS", CFG_STRING, "all", NULL,
      "Parts whose info, debug and trace lines are logged: all, or a list of "
      "init, coll, ucx, shm, cuda, topo, mpi (`ucx,shm`); errors and warnings "

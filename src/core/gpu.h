@@ -76,6 +76,13 @@ void hcomm_gpu_event_put(hcomm_gpu_ctx_t *ctx, void *event);
 /* Makes stream wait for event (on the device; the host does not block). */
 hcomm_status_t hcomm_gpu_stream_wait_event(void *stream, void *event);
 
+/* A blocking call's inputs may still be written on the legacy default
+ * stream (cudaMemcpy from pageable memory returns before its copy lands):
+ * ctx's plan streams (kernel, D2H, H2D) are made to wait for what that
+ * stream has enqueued so far; host_too: the host waits for it instead, for
+ * a transport that reads device memory on streams of its own. */
+hcomm_status_t hcomm_gpu_follow_default(hcomm_gpu_ctx_t *ctx, int host_too);
+
 /* Scratch on the device and pinned host staging, from pools bounded by
  * HCOMM_BUFFER_POOL_SIZE each (HCOMM_MEMLOG=1 logs their growth). The size
  * must be given back with the pointer. */

@@ -165,6 +165,27 @@ hcomm_status_t hcomm_gpu_stream_wait_event(void *stream, void *event) {
                             : hcomm_gpu_error(e, "ordering two streams");
 }
 
+hcomm_status_t hcomm_gpu_follow_default(hcomm_gpu_ctx_t *ctx, int host_too) {
+    void *ev = hcomm_gpu_event_record(ctx, cudaStreamLegacy);
+    if (!ev) return HCOMM_ERR_INTERNAL;
+    int done = hcomm_gpu_event_query(ev);
+    hcomm_status_t st = done < 0 ? HCOMM_ERR_INTERNAL : HCOMM_SUCCESS;
+    /* The common case costs a record and a query: the program synchronised
+     * already, or wrote its inputs with kernels long finished. */
+    if (done == 0 && host_too) {
+        cudaError_t e = cudaEventSynchronize((cudaEvent_t)ev);
+        if (e != cudaSuccess)
+            st = hcomm_gpu_error(e, "waiting for the default stream");
+    }
+    static const hcomm_gpu_stream_id_t plan_streams[] = {
+        HCOMM_GPU_STREAM_KERNEL, HCOMM_GPU_STREAM_D2H, HCOMM_GPU_STREAM_H2D};
+    for (int i = 0; done == 0 && !host_too && i < 3 && st == HCOMM_SUCCESS; i++)
+        st = hcomm_gpu_stream_wait_event(ctx->streams[plan_streams[i]], ev);
+    /* a wait already enqueued keeps the event's state of now */
+    hcomm_gpu_event_put(ctx, ev);
+    return st;
+}
+
 hcomm_status_t hcomm_gpu_copy_async(void *dst, const void *src, size_t bytes,
                                     void *stream) {
     if (!bytes) return HCOMM_SUCCESS;

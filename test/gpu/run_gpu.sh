@@ -127,10 +127,17 @@ if has nodes; then
     HCOMM_TEST_GPU_NODES=2 HCOMM_TEST_GPU_QUICK=1 mpi nodes.log 4 "$b/test/gpu/test_cuda_colls"
     topo=$out/two_nodes.json
     echo '{"nodes": [{"ranks": [0, 1]}, {"ranks": [2, 3]}]}' >"$topo"
-    mpi nodes.log 4 -x HCOMM_OVERRIDE_TOPO="$topo" "$b/perf/hcomm_perf" -D cuda \
-        allreduce -b 64K -e 256M -f 16 -n 10 -w 3
+    # node stages (CUDA IPC inside a node, rails over UCX) at every size
+    # against the hierarchical plans (every step over UCX), MPI + copies in
+    # each run
+    for max in 1G 0; do
+        echo "# HCOMM_CUDA_NODE_STAGES_MAX=$max" >>"$out/nodes.log"
+        mpi nodes.log 4 -x HCOMM_OVERRIDE_TOPO="$topo" \
+            -x HCOMM_CUDA_NODE_STAGES_MAX=$max "$b/perf/hcomm_perf" -D cuda \
+            allreduce -b 16K -e 64M -f 4 -n 10 -w 3
+    done
     mps_off
-    grep -vE "^\$|^\(exit" "$out/nodes.log" | grep -E "passed|FAILED|^ +[0-9]|hcomm_perf:"
+    grep -vE "^\$|^\(exit" "$out/nodes.log" | grep -E "passed|FAILED|^ +[0-9]|^# HCOMM|hcomm_perf:"
 fi
 
 if has kill; then

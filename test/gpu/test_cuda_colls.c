@@ -13,6 +13,7 @@
 #include "coll_cases.h"
 #include "core/comm.h"
 #include "core/config.h"
+#include "hold_stream.h"
 #include "mpi_check.h"
 
 #include <cuda_runtime_api.h>
@@ -346,14 +347,37 @@ static void test_split_and_p2p(hcomm_comm_t world) {
     free(h);
 }
 
-static atomic_int released;
+static double hold_limit = 10;
 
-/* Holds the stream it is enqueued on until released, or 10 s. */
-static void CUDART_CB hold_stream(void *arg) {
-    (void)arg;
-    double t0 = MPI_Wtime();
-    while (!atomic_load(&released) && MPI_Wtime() - t0 < 10)
-        ;
+/* Two nodes: a blocking allreduce of device memory past the latency sizes
+ * runs as node stages (CUDA IPC inside a node, rails across them), here up
+ * to 64 MiB: every type and operation (AVG divides on the GPU), in place
+ * and not, counts whose last elements do not fill a block per local rank.
+ * On a duplicate, whose node communicator says the stages ran. */
+static void test_node_stages(hcomm_comm_t world) {
+    if (!two_nodes) return;
+    hcomm_comm_t comm;
+    CHECK_OK(hcomm_comm_dup(world, &comm));
+    CHECK_OK(hcomm_config_set("HCOMM_CUDA_NODE_STAGES_MAX", "64M"));
+    static const size_t counts[] = {4099, 1048583};
+    for (int ti = 0; ti < HCOMM_DTYPE_COUNT; ti++)
+        for (int op = 0; op < HCOMM_OP_COUNT; op++)
+            for (int ip = 0; ip < 2; ip++)
+                for (int k = 0; k < 2; k++) {
+                    shape_t s = {.coll = HCOMM_COLL_ALLREDUCE,
+                                 .t = (hcomm_dtype_t)ti,
+                                 .op = (hcomm_op_t)op,
+                                 .count = counts[k],
+                                 .inplace = ip,
+                                 .algo = "auto"};
+                    run_case(&s, comm, MEM_DEVICE, MODE_BLOCKING);
+                }
+    CHECK_OK(hcomm_config_set("HCOMM_CUDA_NODE_STAGES_MAX", "256K"));
+    hcomm_comm_impl_t *c = NULL;
+    CHECK(hcomm_comm_lookup(comm, &c) == HCOMM_SUCCESS && c->node_comm,
+          "two nodes: no blocking allreduce on device memory took the node "
+          "stages");
+    CHECK_OK(hcomm_comm_free(&comm));
 }
 
 /* A stream-ordered allreduce returns while the work enqueued before it on
@@ -375,14 +399,14 @@ static void test_stream_returns(hcomm_comm_t comm, int may_queue) {
         cudaMemcpy(d2, h, bytes, cudaMemcpyHostToDevice);
         cudaMemset(d, 0, bytes);
         cudaDeviceSynchronize();
-        atomic_store(&released, may_queue ? 0 : 1);
-        cudaLaunchHostFunc(stream, hold_stream, NULL);
+        atomic_store(&hold_released, may_queue ? 0 : 1);
+        cudaLaunchHostFunc(stream, hold_stream, &hold_limit);
         cudaMemsetAsync(d, 1, bytes, stream); /* every int 0x01010101 */
         double t0 = MPI_Wtime();
         CHECK_OK(hcomm_allreduce_stream(d, d, n, HCOMM_INT32, HCOMM_SUM, comm,
                                         stream));
         double took = MPI_Wtime() - t0;
-        atomic_store(&released, 1);
+        atomic_store(&hold_released, 1);
         CHECK(took < 2.0,
               "hcomm_allreduce_stream of %zu ints waited %.1f s for its "
               "stream's earlier work",
@@ -403,6 +427,56 @@ static void test_stream_returns(hcomm_comm_t comm, int may_queue) {
         cudaFree(d2);
         free(h);
     }
+}
+
+/* A blocking call on the plans follows the legacy default stream: its input,
+ * copied there behind 0.3 s of held work, is read only once it has landed.
+ * An in-place alltoall (transfers of device memory, direct or staged) and a
+ * reduce (reduction kernels), 256 KiB a rank: no IPC path, no staging
+ * through the shared segment. */
+static void test_default_stream_inputs(hcomm_comm_t comm) {
+    static double held = 0.3;
+    size_t n = 65537, total = n * (size_t)nranks, bytes = total * sizeof(int);
+    int *h = malloc(bytes), *src = NULL, *d = NULL, *r = NULL;
+    cudaMalloc((void **)&src, bytes);
+    cudaMalloc((void **)&d, bytes);
+    cudaMalloc((void **)&r, bytes);
+    for (size_t j = 0; j < total; j++)
+        h[j] = (int)((size_t)rank * total + j);
+    cudaMemcpy(src, h, bytes, cudaMemcpyHostToDevice);
+    for (int call = 0; call < 2; call++) {
+        cudaMemset(d, 0, bytes);
+        cudaDeviceSynchronize();
+        atomic_store(&hold_released, 0);
+        cudaLaunchHostFunc(0, hold_stream, &held);
+        cudaMemcpyAsync(d, src, bytes, cudaMemcpyDeviceToDevice, 0);
+        if (call == 0)
+            CHECK_OK(hcomm_alltoall(d, d, n, HCOMM_INT32, comm));
+        else
+            CHECK_OK(
+                hcomm_reduce(d, r, total, HCOMM_INT32, HCOMM_SUM, 0, comm));
+        size_t bad = 0, first = 0;
+        if (call == 1 && rank != 0) continue;
+        cudaMemcpy(h, call == 0 ? d : r, bytes, cudaMemcpyDeviceToHost);
+        for (size_t j = 0; j < total; j++) {
+            /* alltoall: block i from rank i, its block `rank`; reduce: the
+             * sum over ranks of rank * total + j */
+            size_t i = j / n,
+                   want = call == 0
+                              ? i * total + (size_t)rank * n + j % n
+                              : total * (size_t)nranks * (nranks - 1) / 2 +
+                                    j * (size_t)nranks;
+            if ((size_t)h[j] != want && !bad++) first = j;
+        }
+        CHECK(bad == 0,
+              "%s of %zu ints written on the default stream behind held "
+              "work: %zu wrong, first at %zu",
+              call == 0 ? "in-place alltoall" : "reduce", total, bad, first);
+    }
+    cudaFree(src);
+    cudaFree(d);
+    cudaFree(r);
+    free(h);
 }
 
 /* A stream-ordered gather whose ranks pass different counts fails on every
@@ -482,6 +556,8 @@ int main(int argc, char **argv) {
     const char *tp = getenv("HCOMM_TRANSPORT");
     test_stream_returns(comm, provided == MPI_THREAD_MULTIPLE || !tp ||
                                   strcmp(tp, "mpi") != 0);
+    test_default_stream_inputs(comm);
+    test_node_stages(comm);
     test_stream_failure(comm);
     if (two_nodes) {
         hcomm_comm_impl_t *c = NULL;
