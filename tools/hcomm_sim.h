@@ -45,12 +45,17 @@ typedef struct {
     double lat[SIM_LEVELS]; /* seconds; a switch crossing adds NIC's too */
     double bw[SIM_LEVELS];  /* bytes/s: per copy channel; per NIC and
                                direction; per node and direction */
-    int rails;              /* NICs per node (0: one per rank) */
-    int nodes_per_switch;   /* 0: every node on one switch */
-    int cores;              /* copy channels per node (0: one per rank) */
-    double reduce_bw;       /* bytes of result per second, per rank */
-    double copy_bw;         /* per rank */
-    double overhead;        /* seconds of CPU per message posted */
+    /* A message up to eager_bytes moves at eager_bw (0: bw): UCX copies it
+     * through a bounce buffer on both sides, where a larger one is read in
+     * place once its rendezvous has taken a latency and rndv more. */
+    double eager_bw[SIM_LEVELS];
+    double rndv[SIM_LEVELS]; /* seconds */
+    int rails;               /* NICs per node (0: one per rank) */
+    int nodes_per_switch;    /* 0: every node on one switch */
+    int cores;               /* copy channels per node (0: one per rank) */
+    double reduce_bw;        /* bytes of result per second, per rank */
+    double copy_bw;          /* per rank */
+    double overhead;         /* seconds of CPU per message posted */
     /* A call whose buffers (send and receive, one rank's) fit in
      * cache_bytes copies and reduces cached_speedup times faster, inside
      * the node and on the CPU (0: no such effect). */

@@ -153,7 +153,7 @@ def fit(model, path, target, nodes, ppn, size, lo, hi, log):
     where = model
     for p in path[:-1]:
         where = where[p]
-    grows = path[-1] == "latency_us"
+    grows = path[-1] in ("latency_us", "rendezvous_us")
     for _ in range(24):  # to 2^-24 of the range: well below the noise
         mid = (lo * hi) ** 0.5 if log else (lo + hi) / 2
         where[path[-1]] = mid
@@ -167,27 +167,35 @@ def fit(model, path, target, nodes, ppn, size, lo, hi, log):
 
 
 def calibrate(model, level, measured, nodes, ppn, cache=False):
-    """Latency from the small sizes, bandwidth from those whose buffers
-    overflow the cache, and (cache) the speedup of those that fit: each the
-    median of the figures that reproduce each size alone."""
+    """Each figure from the sizes it decides, as the median of the figures
+    that reproduce each size alone: the latency from 8 to 512 B; the eager
+    bandwidth (UCX's copies through bounce buffers) from 4 KiB; the
+    rendezvous cost from 32 KiB, the first size past eager_bytes; the
+    bandwidth from the sizes whose buffers overflow the cache; and (cache)
+    the speedup of 256 KiB, which fits in it."""
     if MEASURE_ONLY:
         return
     lv = model["levels"][level]
     lv["latency_us"], lv["bandwidth_GBps"] = 0.0, 10.0
-    for _ in range(2):  # each figure moves the others' fits a little
-        lv["latency_us"] = statistics.median(
-            fit(model, ("levels", level, "latency_us"), measured[z], nodes,
-                ppn, z, 0.0, max(measured[z], 1.0), False)
-            for z in (8, 64, 512))
-        lv["bandwidth_GBps"] = statistics.median(
-            fit(model, ("levels", level, "bandwidth_GBps"), measured[z],
-                nodes, ppn, z, 0.01, 200.0, True)
-            for z in (2 << 20, 16 << 20))
+    lv["eager_bandwidth_GBps"], lv["rendezvous_us"] = 0.0, 0.0
+
+    def fitted(name, sizes, lo, hi, log, where=("levels", level)):
+        return statistics.median(
+            fit(model, where + (name,), measured[z], nodes, ppn, z,
+                lo, max(hi, measured[z]) if not log else hi, log)
+            for z in sizes)
+
+    for _ in range(3):  # each figure moves the others' fits a little
+        lv["latency_us"] = fitted("latency_us", (8, 64, 512), 0.0, 1.0, False)
+        lv["eager_bandwidth_GBps"] = fitted("eager_bandwidth_GBps", (4096,),
+                                            0.01, 200.0, True)
+        lv["rendezvous_us"] = fitted("rendezvous_us", (32768,), 0.0, 1.0,
+                                     False)
+        lv["bandwidth_GBps"] = fitted("bandwidth_GBps", (2 << 20, 16 << 20),
+                                      0.01, 200.0, True)
         if cache:
-            model["cpu"]["cached_speedup"] = statistics.median(
-                fit(model, ("cpu", "cached_speedup"), measured[z], nodes, ppn,
-                    z, 0.2, 50.0, True)
-                for z in (32768, 262144))
+            model["cpu"]["cached_speedup"] = fitted(
+                "cached_speedup", (262144,), 0.2, 50.0, True, ("cpu",))
 
 
 def netns_up():

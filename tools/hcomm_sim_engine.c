@@ -194,19 +194,20 @@ static double latency(const sim_t *s, int level) {
  * bytes (the arrival adds the latency). */
 static double reserve(sim_t *s, const msg_t *g, double t) {
     double b = (double)g->bytes, start = t, dur;
+    double ebw = g->eager ? s->m->eager_bw[g->level] : 0;
     int ns = cnode(s, g->src), nd = cnode(s, g->dst);
     if (g->level == SIM_NODE) {
         double *ch = &s->chan[(size_t)ns * (size_t)s->nchan], *best = ch;
         for (int i = 1; i < s->nchan; i++)
             if (ch[i] < *best) best = &ch[i];
         if (*best > start) start = *best;
-        *best = start + b / (s->m->bw[SIM_NODE] * s->speed);
+        *best = start + b / ((ebw > 0 ? ebw : s->m->bw[SIM_NODE]) * s->speed);
         return *best;
     }
     double *out =
         &s->nic_out[(size_t)ns * (size_t)s->rails + rail_of(s, g->src)];
     double *in = &s->nic_in[(size_t)nd * (size_t)s->rails + rail_of(s, g->dst)];
-    double bw = s->m->bw[SIM_NIC];
+    double bw = ebw > 0 ? ebw : s->m->bw[SIM_NIC];
     start = fmax(start, fmax(*out, *in));
     if (g->level == SIM_SWITCH) {
         start = fmax(start, fmax(s->sw_out[ns], s->sw_in[nd]));
@@ -352,12 +353,14 @@ static int32_t match(sim_t *s, int src, int dst, uint16_t tag, int is_send) {
     return id;
 }
 
-/* Both sides known: a rendezvous starts after one latency for the
- * handshake. */
+/* Both sides known: a rendezvous starts after one latency and the level's
+ * rendezvous cost for the handshake. */
 static void matched(sim_t *s, int32_t id) {
     msg_t *g = &s->msgs[id];
     if (!g->eager)
-        ev_push(s, fmax(g->st, g->rt) + latency(s, g->level), EV_XSTART, id);
+        ev_push(
+            s, fmax(g->st, g->rt) + latency(s, g->level) + s->m->rndv[g->level],
+            EV_XSTART, id);
     else if (g->arrived)
         ev_push(s, fmax(g->arrive, g->rt), EV_RDONE, id);
 }

@@ -3,7 +3,8 @@
  *
  *   {"nodes": 2048, "ranks_per_node": 8,      (or "nodes": [{"ranks": [..]}])
  *    "rails": 8, "cores": 0, "nodes_per_switch": 0,
- *    "levels": {"node":   {"latency_us": 1.0, "bandwidth_GBps": 10},
+ *    "levels": {"node":   {"latency_us": 1.0, "bandwidth_GBps": 10,
+ *                          "eager_bandwidth_GBps": 0, "rendezvous_us": 0},
  *               "nic":    {"latency_us": 3.0, "bandwidth_GBps": 25},
  *               "switch": {"latency_us": 1.0, "bandwidth_GBps": 200}},
  *    "cpu": {"reduce_GBps": 10, "copy_GBps": 20, "overhead_us": 0.3,
@@ -37,23 +38,32 @@ void hcomm_sim_model_default(hcomm_sim_model_t *m) {
     m->chunk_bytes = 1 << 20;
 }
 
-static int level(json_t *levels, const char *name, double *lat, double *bw,
-                 char *err, size_t len) {
+static int level(json_t *levels, hcomm_sim_model_t *m, int lv, char *err,
+                 size_t len) {
+    const char *name = hcomm_sim_level_names[lv];
     json_t *l = json_object_get(levels, name);
     json_error_t je;
-    double lu = *lat * 1e6, gb = *bw / 1e9;
+    double lu = m->lat[lv] * 1e6, gb = m->bw[lv] / 1e9,
+           egb = m->eager_bw[lv] / 1e9, ru = m->rndv[lv] * 1e6;
     if (!l) return 0;
-    if (json_unpack_ex(l, &je, JSON_STRICT, "{s?F, s?F}", "latency_us", &lu,
-                       "bandwidth_GBps", &gb) != 0) {
+    if (json_unpack_ex(l, &je, JSON_STRICT, "{s?F, s?F, s?F, s?F}",
+                       "latency_us", &lu, "bandwidth_GBps", &gb,
+                       "eager_bandwidth_GBps", &egb, "rendezvous_us",
+                       &ru) != 0) {
         snprintf(err, len, "levels.%s: %s", name, je.text);
         return -1;
     }
-    if (lu < 0 || gb <= 0) {
-        snprintf(err, len, "levels.%s: latency >= 0 and bandwidth > 0", name);
+    if (lu < 0 || gb <= 0 || egb < 0 || ru < 0) {
+        snprintf(err, len,
+                 "levels.%s: latency, eager bandwidth and rendezvous >= 0, "
+                 "bandwidth > 0",
+                 name);
         return -1;
     }
-    *lat = lu * 1e-6;
-    *bw = gb * 1e9;
+    m->lat[lv] = lu * 1e-6;
+    m->bw[lv] = gb * 1e9;
+    m->eager_bw[lv] = egb * 1e9;
+    m->rndv[lv] = ru * 1e-6;
     return 0;
 }
 
@@ -121,9 +131,7 @@ hcomm_status_t hcomm_sim_load(const char *path, hcomm_sim_model_t *m,
         goto out;
     }
     for (int l = 0; levels && l < SIM_LEVELS; l++)
-        if (level(levels, hcomm_sim_level_names[l], &m->lat[l], &m->bw[l], err,
-                  len))
-            goto out;
+        if (level(levels, m, l, err, len)) goto out;
     if (cpu) {
         double r = m->reduce_bw / 1e9, c = m->copy_bw / 1e9,
                o = m->overhead * 1e6, sp = m->cached_speedup;

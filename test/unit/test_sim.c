@@ -220,6 +220,15 @@ static void test_model(void **state) {
     double want =
         o + m.lat[SIM_NIC] + (1 << 20) / m.bw[SIM_NIC] + m.lat[SIM_NIC];
     assert_true(fabs(one_message(&m, 2, 1 << 20) - want) < 1e-12);
+    /* With the protocols' own figures: eager at its bandwidth, and the
+     * rendezvous's cost on top of the handshake. */
+    m.eager_bw[SIM_NODE] = 2e9;
+    m.rndv[SIM_NIC] = 1.5e-6;
+    assert_true(fabs(one_message(&m, 1, 4096) -
+                     (o + 4096 / 2e9 + m.lat[SIM_NODE])) < 1e-12);
+    assert_true(fabs(one_message(&m, 2, 1 << 20) - (want + 1.5e-6)) < 1e-12);
+    m.eager_bw[SIM_NODE] = 0;
+    m.rndv[SIM_NIC] = 0;
     /* 8 ranks per node sharing one NIC, or each with its own. */
     hcomm_sim_shape_t sh;
     assert_int_equal(hcomm_sim_shape_regular(&sh, 2, 8), 0);
