@@ -730,9 +730,15 @@ static int after_arrive(hcomm_shm_op_t *op, hcomm_status_t *st) {
     case HCOMM_COLL_ALLTOALLV:
         *st = hcomm_shm_a2av_copy(op);
         return -1;
-    case HCOMM_COLL_REDUCE: /* one-shot, at the root only */
-        if (is_root) oneshot_reduce(op);
-        return -1;
+    case HCOMM_COLL_REDUCE:
+        if (op->algo == HCOMM_SHM_ONESHOT) { /* at the root only */
+            if (is_root) oneshot_reduce(op);
+            return -1;
+        }
+        /* two-shot: every rank reduces its block, the root gathers them */
+        twoshot_reduce(op);
+        publish(op, SHM_REDUCED);
+        return is_root ? PHASE_REDUCED : -1;
     case HCOMM_COLL_GATHER:
     case HCOMM_COLL_SCATTER:
     case HCOMM_COLL_ALLTOALL:
@@ -775,8 +781,9 @@ static int inputs_arrived(hcomm_shm_op_t *op) {
     if (op->coll == HCOMM_COLL_BCAST || op->coll == HCOMM_COLL_SCATTER)
         return op->shm->rank == op->root ||
                reached(op, op->root, SHM_ARRIVE, op->seq);
-    /* gather, reduce: only the root reads */
-    if (op->coll == HCOMM_COLL_GATHER || op->coll == HCOMM_COLL_REDUCE)
+    /* gather, one-shot reduce: only the root reads */
+    if (op->coll == HCOMM_COLL_GATHER ||
+        (op->coll == HCOMM_COLL_REDUCE && op->algo == HCOMM_SHM_ONESHOT))
         return op->shm->rank != op->root ||
                all_reached(op, SHM_ARRIVE, op->seq);
     return all_reached(op, SHM_ARRIVE, op->seq);
@@ -966,12 +973,13 @@ void hcomm_shm_op_describe(const hcomm_shm_op_t *op, char *out, size_t len) {
 #define CMA_MIN_ALLREDUCE (128u << 10) /* per rank */
 #define CMA_MIN_BLOCK_2 (32u << 10)    /* allgather block, broadcast, 2 ranks */
 #define CMA_MIN_BLOCK (64u << 10)      /* allgather block, more ranks */
-/* Reduce through the slots up to SLOTS_MAX_REDUCE (the buffer), then the
- * plans. Gather, scatter and alltoall through the slots (two copies of
- * each byte, from cache) up to HCOMM_SHM_SLOTS_MAX_MOVE (all blocks), then
- * direct reads (one copy) where the kernel allows them, else the plans.
- * alltoallv always starts on the segment, which declines blocks too large
- * for it (shm_alltoallv.c). */
+/* Reduce through the slots up to SLOTS_MAX_REDUCE (the buffer): one-shot
+ * at the root up to AllReduce's one-shot limit, then two-shot (the ranks
+ * reduce a block each, the root copies them); larger, the plans. Gather,
+ * scatter and alltoall through the slots (two copies of each byte, from cache)
+ * up to HCOMM_SHM_SLOTS_MAX_MOVE (all blocks), then direct reads (one copy)
+ * where the kernel allows them, else the plans. alltoallv always starts on the
+ * segment, which declines blocks too large for it (shm_alltoallv.c). */
 #define SLOTS_MAX_REDUCE (256u << 10)
 
 hcomm_shm_algo_t hcomm_shm_select(const hcomm_shm_t *shm, hcomm_coll_t coll,
@@ -1006,7 +1014,13 @@ hcomm_shm_algo_t hcomm_shm_select(const hcomm_shm_t *shm, hcomm_coll_t coll,
     case HCOMM_COLL_ALLTOALLV:
         return HCOMM_SHM_ONESHOT;
     case HCOMM_COLL_REDUCE: /* bytes: the whole buffer */
-        return bytes <= SLOTS_MAX_REDUCE ? HCOMM_SHM_ONESHOT : HCOMM_SHM_NONE;
+        if (bytes > SLOTS_MAX_REDUCE) return HCOMM_SHM_NONE;
+        /* as AllReduce's: the root alone does what every rank of a
+         * one-shot AllReduce does */
+        return bytes * peers <=
+                       (size_t)hcomm_cfg_int(HCOMM_CFG_FAST_PATH_SMALL_MSG)
+                   ? HCOMM_SHM_ONESHOT
+                   : HCOMM_SHM_TWOSHOT;
     case HCOMM_COLL_GATHER: /* bytes: one block */
     case HCOMM_COLL_SCATTER:
     case HCOMM_COLL_ALLTOALL:

@@ -148,6 +148,37 @@ static void check_reduce_scatter(hcomm_comm_t comm, const char *what) {
             }
 }
 
+/* Reduce at every root, every dtype and op: on the segment one-shot at
+ * the root (small), two-shot (each rank reduces a block, the root copies
+ * them) up to 256 KiB, the plans past it; in place at the root and not. */
+static void check_reduce(hcomm_comm_t comm, const char *what) {
+    static const size_t counts[] = {1, 1000, 20001, 70001};
+    for (int t = 0; t < HCOMM_DTYPE_COUNT; t++)
+        for (int op = 0; op < HCOMM_OP_COUNT; op++)
+            for (size_t c = 0; c < sizeof(counts) / sizeof(counts[0]); c++) {
+                size_t n = counts[c], es = hcomm_dtype_size(t);
+                if (n > 2000 && (t + op) % 3) continue; /* keep it quick */
+                char *s = malloc(n * es), *r = malloc(n * es);
+                char *want = malloc(n * es);
+                for (size_t i = 0; i < n; i++)
+                    ref_expect(t, op, nranks, 0, i, want);
+                for (int root = 0; root < nranks; root++) {
+                    int inplace = (int)((c + (size_t)root) % 2);
+                    ref_fill(t, op, rank, s, n);
+                    if (inplace) memcpy(r, s, n * es);
+                    CHECK_OK(hcomm_reduce(inplace && rank == root ? r : s, r, n,
+                                          t, op, root, comm));
+                    CHECK(rank != root || memcmp(r, want, n * es) == 0,
+                          "%s: reduce %s %s count %zu root %d %s wrong", what,
+                          ref_dtype_names[t], ref_op_names[op], n, root,
+                          inplace ? "in place" : "out of place");
+                }
+                free(s);
+                free(r);
+                free(want);
+            }
+}
+
 /* hcomm_mem_alloc: collectives on registered buffers (large enough for
  * the direct-read path), in place and not; and its errors, on every rank
  * alike. */
@@ -273,6 +304,7 @@ static void check_all(hcomm_comm_t comm, const char *what) {
     check_allreduce(comm, what);
     check_allgather_bcast(comm, what);
     check_reduce_scatter(comm, what);
+    check_reduce(comm, what);
     check_registered(comm, what);
     check_large(comm, what);
     /* Small chunks: the hierarchical pipelines run many chunks, with a
@@ -383,6 +415,13 @@ int main(int argc, char **argv) {
         hcomm_barrier(world);
     }
     check_all(world, "world");
+    /* 4 KiB slots: a reduce of 160 KiB takes 40 rounds */
+    CHECK_OK(hcomm_config_set("HCOMM_SHM_SLOT_SIZE", "4K"));
+    hcomm_comm_t small = HCOMM_COMM_NULL;
+    CHECK_OK(hcomm_comm_dup(world, &small));
+    check_reduce(small, "4 KiB slots");
+    CHECK_OK(hcomm_comm_free(&small));
+    CHECK_OK(hcomm_config_set("HCOMM_SHM_SLOT_SIZE", "256K"));
     check_cma_pids(world);
     int fewest, most;
     MPI_Allreduce(&host_ranks, &fewest, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
