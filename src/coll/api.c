@@ -737,9 +737,9 @@ static hcomm_status_t run_call(const call_t *k, hcomm_comm_t comm,
         return hcomm_error(HCOMM_ERR_UNSUPPORTED, "%s is not implemented yet",
                            hcomm_coll_name(k->coll));
     /* Device memory takes the node stages in blocking allreduces up to
-     * HCOMM_CUDA_NODE_STAGES_MAX (README, "Hierarchical calls on device
-     * memory": where they won on the GPU machine); not stream-ordered ones,
-     * whose staging is the worker's, whose calls take no IPC path. */
+     * HCOMM_CUDA_NODE_STAGES_MAX (README, "Across nodes: node stages over
+     * CUDA IPC": where they won on the GPU machine); not stream-ordered
+     * ones, whose staging is the worker's, whose calls take no IPC path. */
     int gpu_stages = mem.on_gpu && !k->on_stream && !queued &&
                      k->coll == HCOMM_COLL_ALLREDUCE &&
                      k->count * esize <=
