@@ -3,8 +3,10 @@
  * misaligned buffers, in place, a second output, several inputs, and the
  * average's scaling; bit for bit (NaNs aside: none are generated). Then
  * the kernels' bandwidth on 256 MiB, against a device-to-device copy in
- * the same run (printed, not asserted; --bandwidth: those alone). Without
- * a GPU: exit 77 (skip). */
+ * the same run (printed, not asserted; --bandwidth: those alone).
+ * --latency: the floor a small call on device memory stands on here (a
+ * one-element kernel waited for, an 8-byte copy to the host, kernels back
+ * to back), printed alone. Without a GPU: exit 77 (skip). */
 #include "kernels/reduce.h"
 #include "kernels/reduce_cuda.h"
 
@@ -13,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 static long passed, failed;
 
@@ -221,10 +224,64 @@ static void measure(void) {
     }
 }
 
+static double now_us(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec * 1e6 + (double)t.tv_nsec / 1e3;
+}
+
+static int by_value(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Medians of 2000 of each, on a stream of its own: what a blocking call
+ * pays at least (a launch and the wait for its end), the staged path's
+ * copy, and the pace of stream-ordered calls (one kernel each). */
+static void latency(void) {
+    enum { N = 2000 };
+    static double t[N];
+    cudaStream_t s;
+    cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
+    const void *srcs[1] = {dev[0]};
+    char byte8[8];
+    for (int round = 0; round < 2; round++) { /* the first warms up */
+        for (int i = 0; i < N; i++) {
+            double t0 = now_us();
+            hcomm_cuda_reduce(dev[2], NULL, srcs, 1, 2, HCOMM_FLOAT32,
+                              HCOMM_SUM, 0, s);
+            cudaStreamSynchronize(s);
+            t[i] = now_us() - t0;
+        }
+        qsort(t, N, sizeof(*t), by_value);
+        double kernel = t[N / 2];
+        for (int i = 0; i < N; i++) {
+            double t0 = now_us();
+            cudaMemcpyAsync(byte8, dev[0], 8, cudaMemcpyDeviceToHost, s);
+            cudaStreamSynchronize(s);
+            t[i] = now_us() - t0;
+        }
+        qsort(t, N, sizeof(*t), by_value);
+        double copy = t[N / 2];
+        double t0 = now_us();
+        for (int i = 0; i < N; i++)
+            hcomm_cuda_reduce(dev[2], NULL, srcs, 1, 2, HCOMM_FLOAT32,
+                              HCOMM_SUM, 0, s);
+        cudaStreamSynchronize(s);
+        double paced = (now_us() - t0) / N;
+        if (round)
+            printf("latency: one-element kernel + wait %.2f us, 8 B to the "
+                   "host + wait %.2f us, back-to-back kernels %.2f us each\n",
+                   kernel, copy, paced);
+    }
+    cudaStreamDestroy(s);
+}
+
 int main(int argc, char **argv) {
     int ndev = 0;
     /* --bandwidth: the timings alone (comparing two builds of a kernel) */
     int timings_only = argc > 1 && strcmp(argv[1], "--bandwidth") == 0;
+    int latency_only = argc > 1 && strcmp(argv[1], "--latency") == 0;
     if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
         printf("test_cuda_kernels: no CUDA device: skipped\n");
         return 77;
@@ -235,6 +292,10 @@ int main(int argc, char **argv) {
             return 1;
     }
     if (!(want = malloc(MAX_BYTES + PAD))) return 1;
+    if (latency_only) {
+        latency();
+        return 0;
+    }
     if (!timings_only) test_correctness();
     measure();
     printf("test_cuda_kernels: %ld passed, %ld failed\n", passed, failed);
