@@ -39,6 +39,7 @@ static const char *mem_names[] = {"device", "managed", "pinned send",
                                   "registered (rank 0) device"};
 static const char *mode_names[] = {"blocking", "non-blocking", "stream"};
 static cudaStream_t stream;
+static cudaEvent_t inputs_copied;
 static int rank, nranks;
 static int two_nodes; /* HCOMM_TEST_GPU_NODES=2 */
 
@@ -166,6 +167,11 @@ static void run_case(const shape_t *s, hcomm_comm_t comm, mem_kind_t kind,
         if (mode == MODE_BLOCKING) {
             st = call_blocking(s, send, recv, comm);
         } else if (mode == MODE_STREAM) {
+            /* The copies ran on the default stream, which this non-blocking
+             * stream does not follow (a pageable cudaMemcpy may return
+             * before it lands): ordered after them, as a program must. */
+            cudaEventRecord(inputs_copied, 0);
+            cudaStreamWaitEvent(stream, inputs_copied, 0);
             st = call_stream(s, send, recv, comm);
             if (!stream_done()) st = HCOMM_ERR_TIMEOUT;
         } else {
@@ -313,6 +319,8 @@ static void test_split_and_p2p(hcomm_comm_t world) {
         int *in = NULL;
         cudaMalloc((void **)&in, n * sizeof(int));
         if (mode == MODE_STREAM) {
+            cudaEventRecord(inputs_copied, 0); /* as in run_case */
+            cudaStreamWaitEvent(stream, inputs_copied, 0);
             if (rank % 2 == 0) {
                 CHECK_OK(
                     hcomm_send_stream(d, n, HCOMM_INT32, to, 7, world, stream));
@@ -527,6 +535,7 @@ int main(int argc, char **argv) {
     }
     cudaSetDevice(rank % ndev);
     cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
+    cudaEventCreateWithFlags(&inputs_copied, cudaEventDisableTiming);
     if (hcomm_init(&argc, &argv) != HCOMM_SUCCESS) {
         fprintf(stderr, "hcomm_init: %s\n", hcomm_last_error());
         MPI_Abort(MPI_COMM_WORLD, 1);
