@@ -209,6 +209,11 @@ if has test; then
     done
     HCOMM_CUDA_STAGING=1 HCOMM_TEST_GPU_QUICK=1 mpi tests.log 2 "$b/test/gpu/test_cuda_colls"
     HCOMM_TRANSPORT=mpi HCOMM_TEST_GPU_QUICK=1 mpi tests.log 3 "$b/test/gpu/test_cuda_colls"
+    # the variable-count collectives on device memory
+    for n in 2 3; do
+        mpi tests.log $n "$b/test/gpu/test_cuda_vcolls"
+    done
+    HCOMM_TRANSPORT=mpi mpi tests.log 3 "$b/test/gpu/test_cuda_vcolls"
     mps_off
     note "without MPS"
     HCOMM_TEST_GPU_QUICK=1 mpi tests.log 2 "$b/test/gpu/test_cuda_colls"

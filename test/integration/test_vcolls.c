@@ -5,13 +5,18 @@
  * zeros, ones, odd counts and one large prime, blocks placed out of rank
  * order with gaps; results compared bit for bit with reference.h, and the
  * gaps must keep what they held. Then bad arguments: refused with
- * a message, nothing sent. */
+ * a message, nothing sent. Built with HCOMM_TEST_ON_GPU
+ * (test/gpu/test_cuda_vcolls), the same cases run on device copies of the
+ * buffers; without a GPU that one skips (exit 77). */
 #include "mpi_check.h"
 #include "reference.h"
 
 #include <mpi.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef HCOMM_TEST_ON_GPU
+#include <cuda_runtime_api.h>
+#endif
 
 #define NPATTERNS 5
 #define POISON 0x5a
@@ -103,6 +108,37 @@ static hcomm_status_t call(const vcase_t *k, const void *s, void *r,
     return st;
 }
 
+#ifdef HCOMM_TEST_ON_GPU
+/* Where host pointer p (in sbuf or rbuf) lies in their device copies. */
+static char *on_device(const char *p, const char *sbuf, size_t sbytes,
+                       const char *rbuf, char *ds, char *dr) {
+    return p >= sbuf && p <= sbuf + sbytes ? ds + (p - sbuf) : dr + (p - rbuf);
+}
+
+/* The call on device copies of both buffers, which then come back. */
+static hcomm_status_t call_on_gpu(const vcase_t *k, char *sbuf, size_t sbytes,
+                                  char *rbuf, size_t rbytes, const char *send,
+                                  char *recv, const size_t *sc,
+                                  const size_t *sd, const size_t *rc,
+                                  const size_t *rd, hcomm_comm_t comm) {
+    char *ds = NULL, *dr = NULL;
+    hcomm_status_t st = HCOMM_ERR_NO_MEMORY;
+    if (cudaMalloc((void **)&ds, sbytes) == cudaSuccess &&
+        cudaMalloc((void **)&dr, rbytes) == cudaSuccess &&
+        cudaMemcpy(ds, sbuf, sbytes, cudaMemcpyHostToDevice) == cudaSuccess &&
+        cudaMemcpy(dr, rbuf, rbytes, cudaMemcpyHostToDevice) == cudaSuccess) {
+        st = call(k, on_device(send, sbuf, sbytes, rbuf, ds, dr),
+                  on_device(recv, sbuf, sbytes, rbuf, ds, dr), sc, sd, rc, rd,
+                  comm);
+        cudaMemcpy(sbuf, ds, sbytes, cudaMemcpyDeviceToHost);
+        cudaMemcpy(rbuf, dr, rbytes, cudaMemcpyDeviceToHost);
+    }
+    cudaFree(ds);
+    cudaFree(dr);
+    return st;
+}
+#endif
+
 static void store_input(const vcase_t *k, int r, size_t gi, char *buf,
                         size_t j) {
     int64_t v = ref_input(k->t, k->coll == 2 ? k->op : HCOMM_SUM, r, gi);
@@ -179,7 +215,12 @@ static void run_case(const vcase_t *k, hcomm_comm_t comm) {
         if (k->inplace) got = recv = sbuf + off[rank] * es;
         break;
     }
+#ifdef HCOMM_TEST_ON_GPU
+    hcomm_status_t st = call_on_gpu(k, sbuf, sext * es + 1, rbuf, rext * es + 1,
+                                    send, recv, sc, sd, rc, rd, comm);
+#else
     hcomm_status_t st = call(k, send, recv, sc, sd, rc, rd, comm);
+#endif
     char what[160];
     snprintf(what, sizeof(what), "%s %s %s pattern %d %s %s",
              coll_names[k->coll], ref_dtype_names[k->t],
@@ -267,6 +308,14 @@ int main(int argc, char **argv) {
     MPI_Comm_size(MPI_COMM_WORLD, &nranks);
     check_rank = rank;
     hcomm_comm_t world;
+#ifdef HCOMM_TEST_ON_GPU
+    int ndev = 0;
+    if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
+        if (rank == 0) printf("test_cuda_vcolls: no CUDA device: skipped\n");
+        MPI_Finalize();
+        return 77;
+    }
+#endif
     CHECK_OK(hcomm_init(&argc, &argv));
     CHECK_OK(hcomm_comm_create(MPI_COMM_WORLD, &world));
     for (int coll = 0; coll < 3; coll++)
@@ -281,7 +330,11 @@ int main(int argc, char **argv) {
     test_bad_input(world);
     CHECK_OK(hcomm_comm_free(&world));
     CHECK_OK(hcomm_finalize());
+#ifdef HCOMM_TEST_ON_GPU
+    int rc = check_summary("test_cuda_vcolls");
+#else
     int rc = check_summary("test_vcolls");
+#endif
     MPI_Finalize();
     return rc;
 }
