@@ -626,8 +626,12 @@ static hcomm_status_t stream_inputs_ready(const call_t *k) {
  * chunks: through UCX's CUDA transports each message costs several
  * microseconds (1 MiB between two processes on the GPU machine: 6.7 us,
  * 64 MiB 36.7), more than a host memory message's pipelining gains. */
+static int gpu_direct(const hcomm_comm_impl_t *c) {
+    return c->tp->device_ok && !hcomm_ctx.cuda_staging_forced;
+}
+
 static size_t chunk_bytes(const hcomm_comm_impl_t *c) {
-    int device = c->tp->device_ok && !hcomm_ctx.cuda_staging_forced;
+    int device = gpu_direct(c);
     size_t chunk = (size_t)hcomm_cfg_int(device ? HCOMM_CFG_CUDA_CHUNK_SIZE
                                                 : HCOMM_CFG_CHUNK_SIZE);
     /* the transport's own default, where the user set none (tp.h) */
@@ -760,13 +764,13 @@ static hcomm_status_t run_call(const call_t *k, hcomm_comm_t comm,
     struct hcomm_gpu_ctx *ctx = NULL;
     if (mem.on_gpu && (st = gpu_context(c, &mem, &ctx)) != HCOMM_SUCCESS)
         return st;
-    int gpu_direct = c->tp->device_ok && !hcomm_ctx.cuda_staging_forced;
+    int direct = gpu_direct(c);
 #ifdef HAVE_CUDA
     /* A blocking or non-blocking call follows the default stream, as the
      * IPC path's does (README, "GPU memory"); a stream-ordered one follows
      * its own stream (above, or the worker's staging). */
     if (mem.on_gpu && !k->on_stream && !queued &&
-        (st = hcomm_gpu_follow_default(ctx, gpu_direct)) != HCOMM_SUCCESS)
+        (st = hcomm_gpu_follow_default(ctx, direct)) != HCOMM_SUCCESS)
         return st;
 #endif
     hcomm_plan_args_t pa = {.coll = k->coll,
@@ -796,7 +800,7 @@ static hcomm_status_t run_call(const call_t *k, hcomm_comm_t comm,
                             .gpu = mem.on_gpu ? ctx : NULL,
                             .send_on_device = mem.send_dev,
                             .recv_on_device = mem.recv_dev,
-                            .gpu_direct = (uint8_t)gpu_direct};
+                            .gpu_direct = (uint8_t)direct};
 
     struct hcomm_request on_stack, *req = new_request(out, &on_stack);
     if (!req) {

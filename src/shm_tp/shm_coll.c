@@ -982,14 +982,19 @@ void hcomm_shm_op_describe(const hcomm_shm_op_t *op, char *out, size_t len) {
  * segment, which declines blocks too large for it (shm_alltoallv.c). */
 #define SLOTS_MAX_REDUCE (256u << 10)
 
+/* A one-shot reduction: each rank that reduces reads bytes from every
+ * peer's slot, up to HCOMM_FAST_PATH_SMALL_MSG in all. */
+static int oneshot_fits(size_t bytes, size_t peers) {
+    return bytes * peers <=
+           (size_t)hcomm_cfg_int(HCOMM_CFG_FAST_PATH_SMALL_MSG);
+}
+
 hcomm_shm_algo_t hcomm_shm_select(const hcomm_shm_t *shm, hcomm_coll_t coll,
                                   size_t bytes) {
     size_t peers = (size_t)shm->size - 1;
     switch (coll) {
     case HCOMM_COLL_ALLREDUCE:
-        if (bytes * peers <=
-            (size_t)hcomm_cfg_int(HCOMM_CFG_FAST_PATH_SMALL_MSG))
-            return HCOMM_SHM_ONESHOT;
+        if (oneshot_fits(bytes, peers)) return HCOMM_SHM_ONESHOT;
         return shm->cma && bytes >= CMA_MIN_ALLREDUCE * (size_t)shm->size
                    ? HCOMM_SHM_CMA
                    : HCOMM_SHM_TWOSHOT;
@@ -1017,10 +1022,8 @@ hcomm_shm_algo_t hcomm_shm_select(const hcomm_shm_t *shm, hcomm_coll_t coll,
         if (bytes > SLOTS_MAX_REDUCE) return HCOMM_SHM_NONE;
         /* as AllReduce's: the root alone does what every rank of a
          * one-shot AllReduce does */
-        return bytes * peers <=
-                       (size_t)hcomm_cfg_int(HCOMM_CFG_FAST_PATH_SMALL_MSG)
-                   ? HCOMM_SHM_ONESHOT
-                   : HCOMM_SHM_TWOSHOT;
+        return oneshot_fits(bytes, peers) ? HCOMM_SHM_ONESHOT
+                                          : HCOMM_SHM_TWOSHOT;
     case HCOMM_COLL_GATHER: /* bytes: one block */
     case HCOMM_COLL_SCATTER:
     case HCOMM_COLL_ALLTOALL:

@@ -236,8 +236,9 @@ static int by_value(const void *a, const void *b) {
 }
 
 /* Medians of 2000 of each, on a stream of its own: what a blocking call
- * pays at least (a launch and the wait for its end), the staged path's
- * copy, and the pace of stream-ordered calls (one kernel each). */
+ * pays at least (a launch and the wait for its end), a small copy to
+ * (pageable) host memory, and the pace of stream-ordered calls (one kernel
+ * each). */
 static void latency(void) {
     enum { N = 2000 };
     static double t[N];
