@@ -5,7 +5,13 @@
  * made and how its last one ended. A rank whose call failed goes on to
  * hcomm_finalize and MPI_Finalize like the others (no MPI_Abort, which
  * would end the ranks still waiting and hide a hang). Exit status: 0 if
- * every call succeeded, 3 after an HCOMM error. */
+ * every call succeeded, 3 after an HCOMM error, 4 after a wrong sum.
+ *
+ * Only rank 0's clock decides when to stop, and its decision travels in
+ * the last element of the allreduce itself: were each rank to read its own
+ * clock, one could start a call the others never join (a hang that ends in
+ * a timeout), and a separate MPI message would cross the link the script
+ * takes down. */
 #include "hcomm.h"
 
 #include <mpi.h>
@@ -23,25 +29,36 @@ int main(int argc, char **argv) {
     enum { COUNT = 1 << 18 };
     const char *s = getenv("HCOMM_TEST_LOOP_SECONDS");
     double seconds = s ? atof(s) : 20.0;
-    int rank;
+    int rank, size;
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
     hcomm_comm_t comm = HCOMM_COMM_NULL;
     hcomm_status_t st = hcomm_init(&argc, &argv);
     if (st == HCOMM_SUCCESS) st = hcomm_comm_create(MPI_COMM_WORLD, &comm);
     float *buf = malloc(COUNT * sizeof(float));
     if (!buf) st = HCOMM_ERR_NO_MEMORY;
     long calls = 0;
+    long wrong = -1; /* first element with a wrong sum */
     double start = now(), end = start;
-    while (st == HCOMM_SUCCESS && now() - start < seconds) {
-        for (int i = 0; i < COUNT; i++)
+    int stop = 0;
+    while (st == HCOMM_SUCCESS && !stop) {
+        for (int i = 0; i < COUNT - 1; i++)
             buf[i] = 1.0f;
+        buf[COUNT - 1] = rank == 0 && now() - start >= seconds ? 1.0f : 0.0f;
         st = hcomm_allreduce(buf, buf, COUNT, HCOMM_FLOAT32, HCOMM_SUM, comm);
         end = now();
-        if (st == HCOMM_SUCCESS && ++calls == 1 && rank == 0)
-            fprintf(stderr, "link_loop: running\n");
+        if (st != HCOMM_SUCCESS) break;
+        for (int i = 0; i < COUNT - 1 && wrong < 0; i++)
+            if (buf[i] != (float)size) wrong = i;
+        stop = buf[COUNT - 1] != 0.0f || wrong >= 0;
+        if (++calls == 1 && rank == 0) fprintf(stderr, "link_loop: running\n");
     }
-    if (st == HCOMM_SUCCESS)
+    if (wrong >= 0)
+        fprintf(stderr,
+                "link_loop: rank %d: call %ld: element %ld is %g, not %d\n",
+                rank, calls, wrong, (double)buf[wrong], size);
+    else if (st == HCOMM_SUCCESS)
         fprintf(stderr, "link_loop: rank %d: %ld calls, all succeeded\n", rank,
                 calls);
     else
@@ -52,5 +69,5 @@ int main(int argc, char **argv) {
     if (comm != HCOMM_COMM_NULL) hcomm_comm_free(&comm);
     hcomm_finalize();
     MPI_Finalize();
-    return st == HCOMM_SUCCESS ? 0 : 3;
+    return wrong >= 0 ? 4 : st == HCOMM_SUCCESS ? 0 : 3;
 }
