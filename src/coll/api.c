@@ -388,9 +388,7 @@ static hcomm_status_t gpu_divide(const call_t *k, hcomm_comm_impl_t *c,
     hcomm_status_t st = gpu_context(c, mem, &ctx);
     if (st != HCOMM_SUCCESS) return st;
     void *s = hcomm_gpu_ctx_stream(ctx, HCOMM_GPU_STREAM_IPC);
-    const void *srcs[1] = {k->recvbuf};
-    int e = hcomm_cuda_reduce(k->recvbuf, NULL, srcs, 1, k->count, k->dtype,
-                              HCOMM_SUM, c->size, s);
+    int e = hcomm_cuda_divide(k->recvbuf, k->count, k->dtype, c->size, s);
     return e ? hcomm_gpu_error(e, "allreduce AVG: the division")
              : hcomm_gpu_stream_sync(s);
 }

@@ -86,14 +86,11 @@ static hcomm_status_t run_local(hcomm_exec_t *ex, uint32_t i) {
         st = hcomm_gpu_copy_async(dst, addr(ex, s->a), s->count * ex->esize,
                                   stream);
         break;
-    case HCOMM_STEP_SCALE: {
-        const void *srcs[1] = {dst};
-        st = cuda_status(hcomm_cuda_reduce(dst, NULL, srcs, 1, s->count,
-                                           ex->dtype, HCOMM_SUM, ex->divisor,
-                                           stream),
-                         "scaling kernel");
+    case HCOMM_STEP_SCALE:
+        st = cuda_status(
+            hcomm_cuda_divide(dst, s->count, ex->dtype, ex->divisor, stream),
+            "scaling kernel");
         break;
-    }
     default:
         st = hcomm_error(HCOMM_ERR_INTERNAL, "bad step kind %d", s->kind);
     }

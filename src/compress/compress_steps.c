@@ -153,8 +153,7 @@ void hcomm_cx_divide(hcomm_cx_t *x, float *v, size_t n, int divisor) {
             v[i] /= (float)divisor;
     } else {
         ON_GPU(x, "averaging",
-               hcomm_cuda_reduce(v, NULL, (const void *const[]){v}, 1, n,
-                                 HCOMM_FLOAT32, HCOMM_SUM, divisor, x->stream));
+               hcomm_cuda_divide(v, n, HCOMM_FLOAT32, divisor, x->stream));
     }
 }
 

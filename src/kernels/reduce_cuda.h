@@ -27,6 +27,15 @@ int hcomm_cuda_reduce(void *dst, void *dst2, const void *const *srcs, int nsrc,
                       size_t count, hcomm_dtype_t dtype, hcomm_op_t op,
                       int divisor, void *stream);
 
+/* buf[i] /= divisor, in place (AVG's division after a sum). */
+static inline int hcomm_cuda_divide(void *buf, size_t count,
+                                    hcomm_dtype_t dtype, int divisor,
+                                    void *stream) {
+    const void *srcs[1] = {buf};
+    return hcomm_cuda_reduce(buf, NULL, srcs, 1, count, dtype, HCOMM_SUM,
+                             divisor, stream);
+}
+
 /* dst = src, bytes of device memory, as a kernel (no copy engine). */
 int hcomm_cuda_copy(void *dst, const void *src, size_t bytes, void *stream);
 

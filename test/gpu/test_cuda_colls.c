@@ -19,6 +19,7 @@
 #include <cuda_runtime_api.h>
 #include <mpi.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -366,6 +367,9 @@ static void test_node_stages(hcomm_comm_t world) {
     if (!two_nodes) return;
     hcomm_comm_t comm;
     CHECK_OK(hcomm_comm_dup(world, &comm));
+    char limit[32]; /* the run's own limit, put back after */
+    snprintf(limit, sizeof(limit), "%s",
+             hcomm_cfg_str(HCOMM_CFG_CUDA_NODE_STAGES_MAX));
     CHECK_OK(hcomm_config_set("HCOMM_CUDA_NODE_STAGES_MAX", "64M"));
     static const size_t counts[] = {4099, 1048583};
     for (int ti = 0; ti < HCOMM_DTYPE_COUNT; ti++)
@@ -380,7 +384,7 @@ static void test_node_stages(hcomm_comm_t world) {
                                  .algo = "auto"};
                     run_case(&s, comm, MEM_DEVICE, MODE_BLOCKING);
                 }
-    CHECK_OK(hcomm_config_set("HCOMM_CUDA_NODE_STAGES_MAX", "256K"));
+    CHECK_OK(hcomm_config_set("HCOMM_CUDA_NODE_STAGES_MAX", limit));
     hcomm_comm_impl_t *c = NULL;
     CHECK(hcomm_comm_lookup(comm, &c) == HCOMM_SUCCESS && c->node_comm,
           "two nodes: no blocking allreduce on device memory took the node "
