@@ -71,6 +71,11 @@ void hcomm_onebit_decode(float *acc, const uint8_t *rec, size_t m, int add);
  * value otherwise. */
 hcomm_status_t hcomm_compress_parse(const char *s, hcomm_compress_t *kind,
                                     double *density, hcomm_compress_t *lossy);
+/* How many pieces a by-node call of count floats on L ranks a node runs
+ * in (compress_coll.c), each of *S elements (a multiple of L) from the
+ * start; 0 where it runs whole. */
+size_t hcomm_compress_pieces(hcomm_compress_t kind, int on_gpu, size_t count,
+                             size_t L, size_t *S);
 /* A scheme's name, as HCOMM_COMPRESS spells it ("topk", "bf16", ...). */
 const char *hcomm_compress_name(hcomm_compress_t k);
 /* What AUTO picks from the times it measured (us; lossy_us where lossy is

@@ -9,7 +9,15 @@
  * i then runs the compressed allreduce of block i along rail i (one rank
  * per node), and the node allgathers the blocks. A node's data crosses
  * the network compressed once, not once per rank, and every rank
- * compresses a block. Top-k then selects per block. */
+ * compresses a block. Top-k then selects per block.
+ *
+ * On host memory, from 8 MiB, the 16-bit schemes run in pieces of at least
+ * 4 MiB, so that the node stages of one piece (non-blocking, progressed
+ * while the rail exchange waits on the network) overlap the rail exchange
+ * of the next; piece q's block i is then elements [q S + i S / L, ...),
+ * and every value is the same as whole. Top-k and one-bit run whole: they
+ * send little, so there is little to hide behind, and pieces would change
+ * what they select and scale (top-k measured no faster in pieces). */
 #include "coll/hier_node.h"
 #include "compress/compress.h"
 #include "compress/compress_steps.h"
@@ -143,6 +151,59 @@ static hcomm_status_t run_scheme(const job_t *j, hcomm_compress_t kind,
     }
 }
 
+/* Pieces of at least this many bytes, at most MAX_PIECES of them: a
+ * piece's rail exchange must outlast its node stages for them to hide. */
+#define PIECE_BYTES ((size_t)4 << 20)
+#define MAX_PIECES 16
+
+size_t hcomm_compress_pieces(hcomm_compress_t kind, int on_gpu, size_t count,
+                             size_t L, size_t *S) {
+    size_t pieces = count * sizeof(float) / PIECE_BYTES;
+    if (pieces > MAX_PIECES) pieces = MAX_PIECES;
+    int half = kind == HCOMM_COMPRESS_BF16 || kind == HCOMM_COMPRESS_FP16;
+    if (!half || on_gpu || pieces < 2 || L < 1) return 0;
+    *S = count / (pieces * L) * L;
+    return pieces;
+}
+
+/* Waits for every request in reqs[0..n-1], in order; the first failure. */
+static hcomm_status_t wait_all(hcomm_request_t *reqs, size_t n,
+                               hcomm_status_t st) {
+    for (size_t i = 0; i < n; i++) {
+        hcomm_status_t w = hcomm_wait(&reqs[i]);
+        if (st == HCOMM_SUCCESS) st = w;
+    }
+    return st;
+}
+
+/* run_compressed's node stages and 16-bit rail exchange in pieces (the
+ * top): this rank's block of piece q is the sub = S / L elements at local
+ * rank li's offset. Piece q + 1's node reduce-scatter and piece q's node
+ * allgather run while piece q's rail exchange waits. */
+static hcomm_status_t run_pieces(const job_t *j, int bf16, hcomm_comm_t node,
+                                 size_t pieces, size_t S, size_t li,
+                                 const float *in, float *out) {
+    size_t sub = j->count; /* S / L, as the caller set it */
+    hcomm_request_t rs[MAX_PIECES] = {0}, ag[MAX_PIECES] = {0};
+    hcomm_status_t st = hcomm_ireduce_scatter(
+        in, out + li * sub, sub, HCOMM_FLOAT32, HCOMM_SUM, node, &rs[0]);
+    for (size_t q = 0; q < pieces && st == HCOMM_SUCCESS; q++) {
+        float *mine = out + q * S + li * sub;
+        st = hcomm_wait(&rs[q]);
+        if (st == HCOMM_SUCCESS && q + 1 < pieces)
+            st = hcomm_ireduce_scatter(in + (q + 1) * S, mine + S, sub,
+                                       HCOMM_FLOAT32, HCOMM_SUM, node,
+                                       &rs[q + 1]);
+        if (st == HCOMM_SUCCESS) st = run_half(j, mine, mine, bf16);
+        if (st == HCOMM_SUCCESS)
+            st = hcomm_iallgather(mine, out + q * S, sub, HCOMM_FLOAT32, node,
+                                  &ag[q]);
+    }
+    /* after a failure: what was started still ends before the buffers go */
+    st = wait_all(rs, pieces, st);
+    return wait_all(ag, pieces, st);
+}
+
 /* A compressed allreduce of count (> 0) floats on c: along the rails
  * between node stages where c's nodes allow it (see the top), else on the
  * whole communicator. */
@@ -169,6 +230,24 @@ static hcomm_status_t run_compressed(hcomm_comm_impl_t *c, hcomm_cx_t *x,
     }
     if (blk && (st = hcomm_hier_subcomms(c, &node, &rail)) != HCOMM_SUCCESS)
         return st;
+    size_t S = 0, pieces = blk ? hcomm_compress_pieces(kind, x->device >= 0,
+                                                       count, L, &S)
+                               : 0;
+    if (pieces && (st = hcomm_comm_lookup(rail, &r)) == HCOMM_SUCCESS) {
+        size_t li = (size_t)c->topo->map.local_rank[c->rank], done = pieces * S;
+        j.comm = rail;
+        j.rank = r->rank;
+        j.size = r->size;
+        j.count = S / L;
+        j.chunk = (j.count + (size_t)j.size - 1) / (size_t)j.size;
+        st = run_pieces(&j, kind == HCOMM_COMPRESS_BF16, node, pieces, S, li,
+                        in, out);
+        if (st == HCOMM_SUCCESS && done < count)
+            st = hcomm_allreduce(in + done, out + done, count - done,
+                                 HCOMM_FLOAT32, avg ? HCOMM_AVG : HCOMM_SUM,
+                                 c->handle);
+        return st;
+    }
     float *mine = out;
     if (blk) {
         size_t li = (size_t)c->topo->map.local_rank[c->rank];

@@ -45,10 +45,20 @@ static int by_node(size_t count) {
 static int participants(size_t count) {
     return by_node(count) ? nodes : nranks;
 }
-static size_t part_len(size_t count) {
+/* By node from 8 MiB, bf16 and fp16 run in pieces of S elements, each of
+ * L blocks of S / L, one along each rail (compress_coll.c). */
+static size_t pieces_of(hcomm_compress_t kind, size_t count, size_t *S) {
+    return by_node(count) ? hcomm_compress_pieces(kind, 0, count, (size_t)L, S)
+                          : 0;
+}
+static size_t part_len(hcomm_compress_t kind, size_t count) {
+    size_t S;
+    if (pieces_of(kind, count, &S)) return S / (size_t)L;
     return by_node(count) ? count / (size_t)L : count;
 }
-static int parts(size_t count) {
+static int parts(hcomm_compress_t kind, size_t count) {
+    size_t S, pieces = pieces_of(kind, count, &S);
+    if (pieces) return (int)pieces * L;
     return by_node(count) ? L : 1;
 }
 
@@ -67,8 +77,9 @@ static void part_input(float *x, size_t count, size_t lo, size_t len, int p) {
 }
 
 /* The elements past the parts, summed exactly. */
-static void exact_rest(size_t count, float *want) {
-    for (size_t i = (size_t)parts(count) * part_len(count); i < count; i++) {
+static void exact_rest(hcomm_compress_t kind, size_t count, float *want) {
+    for (size_t i = (size_t)parts(kind, count) * part_len(kind, count);
+         i < count; i++) {
         want[i] = 0;
         for (int r = 0; r < nranks; r++)
             want[i] += signed_value(r, i);
@@ -104,13 +115,13 @@ static void test_half(hcomm_compress_t kind, size_t count, int inplace,
 
 /* What the top-k allreduce returns, computed here for every rank. */
 static void topk_expected(size_t count, double density, float *want) {
-    size_t len = part_len(count);
+    size_t len = part_len(HCOMM_COMPRESS_TOPK, count);
     size_t k = (size_t)(density * (double)len + 0.999999);
     if (k < 1) k = 1;
     float *x = malloc(len * sizeof(float));
     uint32_t *idx = malloc(k * sizeof(uint32_t));
     memset(want, 0, count * sizeof(float));
-    for (int b = 0; b < parts(count); b++)
+    for (int b = 0; b < parts(HCOMM_COMPRESS_TOPK, count); b++)
         for (int p = 0; p < participants(count); p++) {
             size_t lo = (size_t)b * len;
             part_input(x, count, lo, len, p);
@@ -118,7 +129,7 @@ static void topk_expected(size_t count, double density, float *want) {
             for (size_t i = 0; i < k; i++)
                 want[lo + idx[i]] += x[idx[i]];
         }
-    exact_rest(count, want);
+    exact_rest(HCOMM_COMPRESS_TOPK, count, want);
     free(x);
     free(idx);
 }
@@ -143,12 +154,12 @@ static void test_topk(size_t count, double density) {
 
 /* The one-bit allreduce's arithmetic, done here for every rank. */
 static void onebit_expected(size_t count, float *want) {
-    size_t len = part_len(count);
+    size_t len = part_len(HCOMM_COMPRESS_ONEBIT, count);
     int np = participants(count);
     size_t m = (len + (size_t)np - 1) / (size_t)np;
     float *x = malloc(len * sizeof(float)), *y = calloc(m, sizeof(float));
     uint8_t *bits = malloc(hcomm_onebit_bytes(m));
-    for (int b = 0; b < parts(count); b++) {
+    for (int b = 0; b < parts(HCOMM_COMPRESS_ONEBIT, count); b++) {
         size_t lo = (size_t)b * len;
         for (int q = 0; q < np && (size_t)q * m < len; q++) {
             size_t at = (size_t)q * m, real = len - at < m ? len - at : m;
@@ -161,7 +172,7 @@ static void onebit_expected(size_t count, float *want) {
             hcomm_onebit_unpack(want + lo + at, bits, s, real, 0);
         }
     }
-    exact_rest(count, want);
+    exact_rest(HCOMM_COMPRESS_ONEBIT, count, want);
     free(x);
     free(y);
     free(bits);
@@ -223,7 +234,8 @@ static void test_feedback(hcomm_compress_t kind, size_t count, int autos) {
      * (of its part: on nodes, block (local rank) of the count) */
     for (size_t i = 0; i < count; i++)
         res[i] = st->worker[i];
-    size_t len = part_len(count), np = (size_t)participants(count);
+    size_t len = part_len(HCOMM_COMPRESS_ONEBIT, count),
+           np = (size_t)participants(count);
     size_t m = (len + np - 1) / np;
     size_t lo = by_node(count) ? (size_t)(rank % L) * len : 0;
     size_t q = by_node(count) ? (size_t)(rank / L) : (size_t)rank;
@@ -294,11 +306,13 @@ static void test_default(void) {
     CHECK_OK(hcomm_config_set("HCOMM_COMPRESS", "bf16"));
     CHECK_OK(
         hcomm_allreduce_ex(in, out, n, HCOMM_FLOAT32, HCOMM_SUM, comm, NULL));
-    size_t rounded = 0;
-    for (size_t i = 0; i < n; i++)
+    /* (by node, the rest past L blocks is summed exactly, not rounded) */
+    size_t rounded = 0, m = (size_t)parts(HCOMM_COMPRESS_BF16, n) *
+                            part_len(HCOMM_COMPRESS_BF16, n);
+    for (size_t i = 0; i < m; i++)
         rounded += hcomm_bf16_to_float(hcomm_float_to_bf16(out[i])) == out[i];
-    CHECK(rounded == n, "HCOMM_COMPRESS=bf16: %zu of %zu results are bf16",
-          rounded, n);
+    CHECK(rounded == m, "HCOMM_COMPRESS=bf16: %zu of %zu results are bf16",
+          rounded, m);
     CHECK_OK(hcomm_config_set("HCOMM_COMPRESS", "none"));
     free(in);
     free(out);
@@ -343,6 +357,18 @@ static void test_all(void) {
             test_half(HCOMM_COMPRESS_BF16, counts[c], ip, HCOMM_SUM);
             test_half(HCOMM_COMPRESS_FP16, counts[c], ip, HCOMM_AVG);
         }
+    /* by node, from 8 MiB: bf16 and fp16 run in pieces of at least 4 MiB
+     * (2 and 5 of them), what the pieces leave over uncompressed; top-k
+     * whole */
+    const size_t pieces[] = {((size_t)2 << 20) + 12345, ((size_t)5 << 20) + 3};
+    for (size_t c = 0; nodes && c < sizeof(pieces) / sizeof(*pieces); c++) {
+        for (int ip = 0; ip < 2; ip++) {
+            test_half(HCOMM_COMPRESS_BF16, pieces[c], ip, HCOMM_SUM);
+            test_half(HCOMM_COMPRESS_FP16, pieces[c], ip, HCOMM_AVG);
+        }
+        test_topk(pieces[c], 0.01);
+    }
+    if (nodes) test_feedback(HCOMM_COMPRESS_TOPK, pieces[0], 0);
     const size_t lossy[] = {1, 7, 1009, (size_t)nranks * 1000 + 1};
     for (size_t c = 0; c < sizeof(lossy) / sizeof(*lossy); c++) {
         test_topk(lossy[c], 1.0);
