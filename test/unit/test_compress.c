@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <cmocka.h>
 
@@ -36,6 +37,43 @@ static void test_half_round_trip(void **state) {
         for (size_t i = 0; i < N; i++)
             assert_true(y[i] == 2 * (bf16 ? hcomm_bf16_to_float(h[i])
                                           : hcomm_half_to_float(h[i])));
+    }
+}
+
+/* The array conversions (an AVX2 build of their loops where the CPU has
+ * it) give the bits of the scalar ones: every binary16 and bfloat16 value
+ * to fp32, and fp32 bit patterns across the whole range (subnormals,
+ * rounding ties, overflow, infinities, NaNs) to 16 bits. */
+static void test_convert_bits(void **state) {
+    (void)state;
+    enum { N = 65536 + 16 };
+    static float x[N], y[N];
+    static uint16_t h[N];
+    static const uint32_t special[] = {
+        0x00000000u, 0x80000000u, 0x00000001u, 0x33000000u,
+        0x33000001u, 0x387fe000u, 0x387ff000u, 0x38800000u,
+        0x477fe000u, 0x477ff000u, 0x477fefffu, 0x47800000u,
+        0x7f800000u, 0xff800000u, 0x7f800001u, 0xffc12345u};
+    for (int bf16 = 0; bf16 < 2; bf16++) {
+        for (uint32_t i = 0; i < 65536; i++)
+            h[i] = (uint16_t)i;
+        hcomm_cmp_from16(y, h, 65536, bf16, 0);
+        for (uint32_t i = 0; i < 65536; i++) {
+            float want =
+                bf16 ? hcomm_bf16_to_float(h[i]) : hcomm_half_to_float(h[i]);
+            assert_memory_equal(&y[i], &want, sizeof(float));
+        }
+        for (uint64_t pass = 0; pass < 64; pass++) {
+            for (size_t i = 0; i < N; i++) {
+                uint32_t u =
+                    i < 16 ? special[i] : (uint32_t)((pass * N + i) * 65521u);
+                memcpy(&x[i], &u, sizeof(u));
+            }
+            hcomm_cmp_to16(h, x, N, bf16);
+            for (size_t i = 0; i < N; i++)
+                assert_int_equal(h[i], bf16 ? hcomm_float_to_bf16(x[i])
+                                            : hcomm_float_to_half(x[i]));
+        }
     }
 }
 
@@ -171,6 +209,7 @@ static void test_auto_pick(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {cmocka_unit_test(test_half_round_trip),
+                                       cmocka_unit_test(test_convert_bits),
                                        cmocka_unit_test(test_topk),
                                        cmocka_unit_test(test_topk_ties),
                                        cmocka_unit_test(test_onebit),
