@@ -98,13 +98,24 @@ static const block_t *table_of(const hcomm_shm_t *shm, int r, uint64_t seq) {
                                            sizeof(head_t));
 }
 
-/* The whole record's length, UINT64_MAX past what a record may take. */
+/* Whether blocks as large as largest go by direct reads, not through the
+ * slots, where every rank's send buffer may be read (layout.h). */
+static int direct_first(const hcomm_shm_t *shm, uint64_t largest) {
+    return shm->cma && shm->size == 2 && largest >= HCOMM_SHM_DIRECT_MIN_2;
+}
+
+/* The whole record's length, UINT64_MAX past what a record may take or
+ * where its blocks are to be read directly. */
 static uint64_t record_bytes(const hcomm_shm_op_t *op) {
     size_t n = (size_t)op->shm->size;
-    uint64_t bytes = table_bytes(op->shm);
-    for (size_t j = 0; j < n; j++) /* blocks may overlap: saturate */
+    uint64_t bytes = table_bytes(op->shm), largest = 0;
+    for (size_t j = 0; j < n; j++) { /* blocks may overlap: saturate */
         bytes = op->vcounts[j] > UINT64_MAX - bytes ? UINT64_MAX
                                                     : bytes + op->vcounts[j];
+        if (op->vcounts[j] > largest) largest = op->vcounts[j];
+    }
+    if (direct_first(op->shm, largest) && op->sendbuf != op->recvbuf)
+        return UINT64_MAX;
     return bytes <= record_limit(op->shm) ? bytes : UINT64_MAX;
 }
 
@@ -324,7 +335,9 @@ hcomm_status_t hcomm_shm_a2av_copy(hcomm_shm_op_t *op) {
         if (h->largest > largest) largest = h->largest;
     }
     if (sent != expected) return mismatch(op);
-    size_t more = whole ? 0 : piece_rounds(shm, largest);
+    size_t more = whole || (reachable && direct_first(shm, largest))
+                      ? 0
+                      : piece_rounds(shm, largest);
     if (more) return take_rounds(op, more);
     if (!reachable) {
         op->declined = 1;

@@ -978,8 +978,10 @@ void hcomm_shm_op_describe(const hcomm_shm_op_t *op, char *out, size_t len) {
  * reduce a block each, the root copies them); larger, the plans. Gather,
  * scatter and alltoall through the slots (two copies of each byte, from cache)
  * up to HCOMM_SHM_SLOTS_MAX_MOVE (all blocks), then direct reads (one copy)
- * where the kernel allows them, else the plans. alltoallv always starts on the
- * segment, which declines blocks too large for it (shm_alltoallv.c). */
+ * where the kernel allows them, else the plans (at 2 ranks scatter and
+ * alltoall read directly from HCOMM_SHM_DIRECT_MIN_2). alltoallv always
+ * starts on the segment, which declines blocks too large for it
+ * (shm_alltoallv.c). */
 #define SLOTS_MAX_REDUCE (256u << 10)
 
 /* A one-shot reduction: each rank that reduces reads bytes from every
@@ -1024,9 +1026,12 @@ hcomm_shm_algo_t hcomm_shm_select(const hcomm_shm_t *shm, hcomm_coll_t coll,
          * one-shot AllReduce does */
         return oneshot_fits(bytes, peers) ? HCOMM_SHM_ONESHOT
                                           : HCOMM_SHM_TWOSHOT;
-    case HCOMM_COLL_GATHER: /* bytes: one block */
-    case HCOMM_COLL_SCATTER:
+    case HCOMM_COLL_SCATTER: /* bytes: one block */
     case HCOMM_COLL_ALLTOALL:
+        if (shm->cma && peers == 1 && bytes >= HCOMM_SHM_DIRECT_MIN_2)
+            return HCOMM_SHM_CMA;
+        /* fall through */
+    case HCOMM_COLL_GATHER:
         if (bytes * (size_t)shm->size <= HCOMM_SHM_SLOTS_MAX_MOVE)
             return HCOMM_SHM_ONESHOT;
         return shm->cma ? HCOMM_SHM_CMA : HCOMM_SHM_NONE;

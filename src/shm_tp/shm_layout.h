@@ -136,10 +136,16 @@ static inline void hcomm_shm_prefetch(const char *p, size_t bytes) {
 }
 
 /* Gather, scatter, alltoall and alltoallv move at most this many bytes (all
- * blocks) through the slots: two copies of each byte, from cache; 2 ranks
- * here: 2-11x MPI's speed at 256 KiB-2 MiB, where direct reads (one copy)
- * start to win (README, "Shared memory"). */
+ * blocks) through the slots: two copies of each byte, from cache, where
+ * direct reads (one copy) start to win above 2 ranks (README, "Shared
+ * memory"). */
 #define HCOMM_SHM_SLOTS_MAX_MOVE (2u << 20)
+/* At 2 ranks scatter, alltoall and alltoallv read blocks from this size
+ * directly where the kernel allows it: here 128 KiB to 2 MiB blocks took
+ * 1.3-2x longer through the slots, 64 KiB 1.1-1.5x, 32 KiB about the same
+ * (gather's slots stay ahead: its root copies out while the peer copies
+ * in). */
+#define HCOMM_SHM_DIRECT_MIN_2 (64u << 10)
 
 /* Publishes where this rank's buffer of len bytes is: a region id and
  * offset when it is registered, else its address. */

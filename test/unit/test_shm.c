@@ -757,19 +757,21 @@ static void test_run_ahead(void **state) {
  * every route: every record whole (blocks from the records), some or all
  * not (more rounds through the slots), blocks past what the slots move
  * (direct reads of the send buffers; in place, declined, nothing moved),
- * then a rank that sends one element more than its receiver expects:
- * every rank fails, nothing written (last: the segment is failed after
- * it). Counts: what rank i sends rank j, alike both ways for in place. */
+ * blocks of 64 KiB (at 2 ranks direct reads; in place, and above 2 ranks,
+ * rounds), then a rank that sends one element more than its receiver
+ * expects: every rank fails, nothing written (last: the segment is failed
+ * after it). Counts: what rank i sends rank j, alike both ways for in
+ * place. */
 enum {
     A2AV_SMALL,
     A2AV_MIXED,
     A2AV_LARGE,
     A2AV_HUGE,
+    A2AV_MID,
     A2AV_MISMATCH,
     A2AV_SHAPES
 };
-/* direct: past what the slots move, read where a record's table fits,
- * else (none) declined */
+/* direct: read where a record's table fits, else (none) declined */
 typedef enum {
     ROUTE_RECORDS,
     ROUTE_ROUNDS,
@@ -792,6 +794,8 @@ static size_t a2av_count(int shape, int P, int i, int j) {
         return i + j == P - 1 && i * j == 0 ? 40 : (size_t)(i + j) % 2;
     case A2AV_HUGE: /* all blocks past 2 MiB */
         return (2u << 20) / 4 / (size_t)P + (size_t)(i + j) % 3;
+    case A2AV_MID: /* HCOMM_SHM_DIRECT_MIN_2 and a little more */
+        return (64u << 10) / 4 + (size_t)(i + j) % 3;
     default:
         return (size_t)(i + j) % 5 + 36;
     }
@@ -805,13 +809,16 @@ static int a2av_whole(int shape, int P, int i) {
     return bytes <= SLOT;
 }
 
-static a2av_route_t a2av_route(int shape, int P) {
+/* The route of a call, in place (ip) or not: a buffer written in place
+ * cannot be read directly. */
+static a2av_route_t a2av_route(int shape, int P, int ip) {
     int whole = 1;
     for (int r = 0; r < P; r++)
         whole &= a2av_whole(shape, P, r);
     if (whole) return ROUTE_RECORDS;
+    if (shape == A2AV_MID && P == 2) return ip ? ROUTE_ROUNDS : ROUTE_DIRECT;
     if (shape != A2AV_HUGE) return ROUTE_ROUNDS;
-    return 40 + 32 * (size_t)P <= SLOT ? ROUTE_DIRECT : ROUTE_NONE;
+    return 40 + 32 * (size_t)P <= SLOT && !ip ? ROUTE_DIRECT : ROUTE_NONE;
 }
 
 static int32_t a2av_value(int from, int to, size_t k) {
@@ -883,7 +890,7 @@ static void test_alltoallv(void **state) {
         run_threads(P, rk, a2av_main, a, sizeof(a[0]));
         for (int shape = 0; shape < A2AV_SHAPES; shape++)
             for (int ip = 0; ip < 2 - (shape == A2AV_MISMATCH); ip++) {
-                a2av_route_t route = a2av_route(shape, P);
+                a2av_route_t route = a2av_route(shape, P, ip);
                 for (int r = 0; r < P; r++) {
                     assert_int_equal(a[r].wrong[shape][ip], 0);
                     if (shape == A2AV_MISMATCH) {
@@ -893,18 +900,18 @@ static void test_alltoallv(void **state) {
                     }
                     assert_int_equal(a[r].st[shape][ip], HCOMM_SUCCESS);
                     assert_int_equal(a[r].declined[shape][ip],
-                                     route == ROUTE_NONE ||
-                                         (ip && route == ROUTE_DIRECT));
+                                     route == ROUTE_NONE);
                     assert_int_equal(a[r].direct[shape][ip],
-                                     !ip && route == ROUTE_DIRECT);
+                                     route == ROUTE_DIRECT);
                     assert_int_equal(a[r].rounds[shape][ip] > 1,
                                      route == ROUTE_ROUNDS);
                 }
             }
         /* the routes this test means to cover are covered */
-        assert_true(a2av_route(A2AV_SMALL, P) == ROUTE_RECORDS || P > 3);
-        assert_int_equal(a2av_route(A2AV_MIXED, P), ROUTE_ROUNDS);
-        assert_true(a2av_route(A2AV_HUGE, P) == ROUTE_DIRECT || P > 4);
+        assert_true(a2av_route(A2AV_SMALL, P, 0) == ROUTE_RECORDS || P > 3);
+        assert_int_equal(a2av_route(A2AV_MIXED, P, 0), ROUTE_ROUNDS);
+        assert_true(a2av_route(A2AV_HUGE, P, 0) == ROUTE_DIRECT || P > 4);
+        assert_true(a2av_route(A2AV_MID, P, 0) == ROUTE_DIRECT || P > 2);
         assert_true(a2av_whole(A2AV_MIXED, P, 1) || P == 2 || P > 3);
     }
 }
