@@ -320,8 +320,9 @@ static hcomm_status_t run_direct(const call_t *k, hcomm_comm_impl_t *c,
         st = hcomm_shm_op_start_rv(&req->direct, c->shm, k->sendbuf, k->recvbuf,
                                    k->v->rcounts, k->dtype, k->op);
     else if (k->v)
-        st = hcomm_shm_op_start_v(&req->direct, c->shm, k->sendbuf, k->recvbuf,
-                                  k->v->rcounts, k->v->rdispls, k->dtype);
+        st = hcomm_shm_op_start_v(&req->direct, c->shm, algo, k->sendbuf,
+                                  k->recvbuf, k->v->rcounts, k->v->rdispls,
+                                  k->dtype);
     else
         st = hcomm_shm_op_start(&req->direct, c->shm, algo, k->coll, k->sendbuf,
                                 k->recvbuf, k->count, k->dtype, k->op, k->root);

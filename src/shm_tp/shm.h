@@ -213,13 +213,14 @@ hcomm_status_t hcomm_shm_op_start(hcomm_shm_op_t *op, hcomm_shm_t *shm,
                                   const void *sendbuf, void *recvbuf,
                                   size_t count, hcomm_dtype_t dtype,
                                   hcomm_op_t rop, int root);
-/* allgatherv through the slots: rank r's rcounts[r] elements land at
- * rdispls[r] of every rank's receive buffer; rounds carry a piece of every
- * block (each as long as its block allows), the descriptor a digest of the
- * counts. */
+/* allgatherv: rank r's rcounts[r] elements land at rdispls[r] of every
+ * rank's receive buffer; the descriptor carries a digest of the counts.
+ * ONESHOT: rounds through the slots carry a piece of every block (each as
+ * long as its block allows); CMA: each rank reads every peer's block from
+ * its send buffer. */
 hcomm_status_t hcomm_shm_op_start_v(hcomm_shm_op_t *op, hcomm_shm_t *shm,
-                                    const void *sendbuf, void *recvbuf,
-                                    const size_t *rcounts,
+                                    hcomm_shm_algo_t algo, const void *sendbuf,
+                                    void *recvbuf, const size_t *rcounts,
                                     const size_t *rdispls, hcomm_dtype_t dtype);
 /* reduce_scatterv through the slots: rank r's block of the result has
  * rcounts[r] elements, the blocks packed in rank order in every send

@@ -341,7 +341,8 @@ static void move_case(rank_t *rk, hcomm_shm_algo_t algo, hcomm_coll_t coll,
 /* allgatherv: rank q's block is (q * 3 + n) % 7 * n / 3 bytes (some
  * empty), placed in reverse rank order with a gap before each; gaps keep
  * their bytes. */
-static void allgatherv_case(rank_t *rk, size_t n, int inplace) {
+static void allgatherv_case(rank_t *rk, hcomm_shm_algo_t algo, size_t n,
+                            int inplace) {
     int P = rk->size, me = rk->rank;
     size_t counts[MAXP], displs[MAXP], at = 0;
     for (int q = P - 1; q >= 0; q--) {
@@ -355,8 +356,8 @@ static void allgatherv_case(rank_t *rk, size_t n, int inplace) {
     for (size_t i = 0; i < counts[me]; i++)
         mine[i] = byte_of(me, i);
     hcomm_shm_op_t op;
-    hcomm_status_t st = hcomm_shm_op_start_v(&op, rk->shm, mine, recv, counts,
-                                             displs, HCOMM_UINT8);
+    hcomm_status_t st = hcomm_shm_op_start_v(&op, rk->shm, algo, mine, recv,
+                                             counts, displs, HCOMM_UINT8);
     if (st == HCOMM_SUCCESS) st = drive(&op, NULL);
     size_t bad = 0;
     for (size_t k = 0; k < at && st == HCOMM_SUCCESS; k++) {
@@ -436,9 +437,9 @@ static void *rank_main(void *arg) {
                 }
             move_case(rk, algos[a], HCOMM_COLL_ALLTOALL, counts[c], 0, 0);
             move_case(rk, algos[a], HCOMM_COLL_ALLTOALL, counts[c], 0, 1);
+            allgatherv_case(rk, algos[a], counts[c], (int)(c % 2));
             if (algos[a] != HCOMM_SHM_ONESHOT) continue;
-            /* reduce, allgatherv and barrier: slots only */
-            allgatherv_case(rk, counts[c], (int)(c % 2));
+            /* reduce_scatterv, reduce and barrier: slots only */
             for (int dt = 0; dt < HCOMM_DTYPE_COUNT; dt++)
                 for (int op = 0; op < HCOMM_OP_COUNT; op++)
                     reduce_scatterv_case(rk, (hcomm_dtype_t)dt, (hcomm_op_t)op,
