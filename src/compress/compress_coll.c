@@ -151,6 +151,12 @@ static hcomm_status_t run_scheme(const job_t *j, hcomm_compress_t kind,
     }
 }
 
+/* The job's count, and its chunk: one per participant. */
+static void set_count(job_t *j, size_t count) {
+    j->count = count;
+    j->chunk = (count + (size_t)j->size - 1) / (size_t)j->size;
+}
+
 /* Pieces of at least this many bytes, at most MAX_PIECES of them: a
  * piece's rail exchange must outlast its node stages for them to hide. */
 #define PIECE_BYTES ((size_t)4 << 20)
@@ -216,61 +222,47 @@ static hcomm_status_t run_compressed(hcomm_comm_impl_t *c, hcomm_cx_t *x,
                .comm = c->handle,
                .rank = c->rank,
                .size = c->size,
-               .count = count,
                .divisor = avg ? c->size : 0,
                .worker = state ? state->worker : NULL,
                .state = state};
-    hcomm_comm_t node = HCOMM_COMM_NULL, rail;
+    hcomm_comm_t node, rail;
     hcomm_comm_impl_t *r;
-    size_t L = 0, blk = 0;
-    hcomm_status_t st = HCOMM_SUCCESS;
-    if (hcomm_hier_node_shape_ok(c)) {
-        L = (size_t)c->topo->map.node_size[0];
-        blk = count / L;
+    size_t L = hcomm_hier_node_shape_ok(c) ? (size_t)c->topo->map.node_size[0]
+                                           : 0,
+           blk = L ? count / L : 0;
+    if (!blk) {
+        set_count(&j, count);
+        return run_scheme(&j, kind, density, in, out);
     }
-    if (blk && (st = hcomm_hier_subcomms(c, &node, &rail)) != HCOMM_SUCCESS)
-        return st;
-    size_t S = 0, pieces = blk ? hcomm_compress_pieces(kind, x->device >= 0,
-                                                       count, L, &S)
-                               : 0;
-    if (pieces && (st = hcomm_comm_lookup(rail, &r)) == HCOMM_SUCCESS) {
-        size_t li = (size_t)c->topo->map.local_rank[c->rank], done = pieces * S;
-        j.comm = rail;
-        j.rank = r->rank;
-        j.size = r->size;
-        j.count = S / L;
-        j.chunk = (j.count + (size_t)j.size - 1) / (size_t)j.size;
+    hcomm_status_t st = hcomm_hier_subcomms(c, &node, &rail);
+    if (st == HCOMM_SUCCESS) st = hcomm_comm_lookup(rail, &r);
+    if (st != HCOMM_SUCCESS) return st;
+    j.comm = rail;
+    j.rank = r->rank;
+    j.size = r->size;
+    size_t li = (size_t)c->topo->map.local_rank[c->rank], S, covered;
+    size_t pieces = hcomm_compress_pieces(kind, x->device >= 0, count, L, &S);
+    if (pieces) {
+        set_count(&j, S / L);
         st = run_pieces(&j, kind == HCOMM_COMPRESS_BF16, node, pieces, S, li,
                         in, out);
-        if (st == HCOMM_SUCCESS && done < count)
-            st = hcomm_allreduce(in + done, out + done, count - done,
-                                 HCOMM_FLOAT32, avg ? HCOMM_AVG : HCOMM_SUM,
-                                 c->handle);
-        return st;
-    }
-    float *mine = out;
-    if (blk) {
-        size_t li = (size_t)c->topo->map.local_rank[c->rank];
-        mine = out + li * blk;
-        st = hcomm_comm_lookup(rail, &r);
-        if (st == HCOMM_SUCCESS)
-            st = hcomm_reduce_scatter(in, mine, blk, HCOMM_FLOAT32, HCOMM_SUM,
-                                      node);
-        if (st != HCOMM_SUCCESS) return st;
-        j.comm = rail;
-        j.rank = r->rank;
-        j.size = r->size;
-        j.count = blk;
+        covered = pieces * S;
+    } else {
+        float *mine = out + li * blk;
+        set_count(&j, blk);
         j.worker = state ? state->worker + li * blk : NULL;
+        st =
+            hcomm_reduce_scatter(in, mine, blk, HCOMM_FLOAT32, HCOMM_SUM, node);
+        if (st == HCOMM_SUCCESS) st = run_scheme(&j, kind, density, mine, mine);
+        if (st == HCOMM_SUCCESS)
+            st = hcomm_allgather(mine, out, blk, HCOMM_FLOAT32, node);
+        covered = L * blk;
     }
-    j.chunk = (j.count + (size_t)j.size - 1) / (size_t)j.size;
-    st = run_scheme(&j, kind, density, blk ? mine : in, mine);
-    if (!blk || st != HCOMM_SUCCESS) return st;
-    st = hcomm_allgather(mine, out, blk, HCOMM_FLOAT32, node);
-    size_t rest = count - L * blk; /* fewer than L: not compressed */
-    if (st == HCOMM_SUCCESS && rest)
-        st = hcomm_allreduce(in + L * blk, out + L * blk, rest, HCOMM_FLOAT32,
-                             avg ? HCOMM_AVG : HCOMM_SUM, c->handle);
+    /* what the blocks leave over (fewer than L, or pieces x L): exact */
+    if (st == HCOMM_SUCCESS && covered < count)
+        st = hcomm_allreduce(in + covered, out + covered, count - covered,
+                             HCOMM_FLOAT32, avg ? HCOMM_AVG : HCOMM_SUM,
+                             c->handle);
     return st;
 }
 

@@ -1,10 +1,10 @@
 /* The compressors' CPU kernels: 16-bit conversion, top-k selection, sign
  * packing (compress.h). */
 #include "compress/compress.h"
+#include "kernels/reduce.h"
 #include "kernels/reduce_impl.h"
 
 #include <math.h>
-#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -54,22 +54,11 @@ AVX2_TARGET static void from16_avx2(float *acc, const uint16_t *src, size_t n,
                                     int bf16, int add) {
     from16_loops(acc, src, n, bf16, add);
 }
-
-static int have_avx2(void) {
-    static atomic_int known = -1; /* racing first calls store the same */
-    int k = atomic_load_explicit(&known, memory_order_relaxed);
-    if (k < 0) {
-        __builtin_cpu_init();
-        k = __builtin_cpu_supports("avx2") != 0;
-        atomic_store_explicit(&known, k, memory_order_relaxed);
-    }
-    return k;
-}
 #endif
 
 void hcomm_cmp_to16(uint16_t *dst, const float *src, size_t n, int bf16) {
 #ifdef X86_AVX2
-    if (have_avx2()) {
+    if (hcomm_kernel_has_avx2()) {
         to16_avx2(dst, src, n, bf16);
         return;
     }
@@ -80,7 +69,7 @@ void hcomm_cmp_to16(uint16_t *dst, const float *src, size_t n, int bf16) {
 void hcomm_cmp_from16(float *acc, const uint16_t *src, size_t n, int bf16,
                       int add) {
 #ifdef X86_AVX2
-    if (have_avx2()) {
+    if (hcomm_kernel_has_avx2()) {
         from16_avx2(acc, src, n, bf16, add);
         return;
     }

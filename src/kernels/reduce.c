@@ -285,6 +285,14 @@ hcomm_reduce_fn_t hcomm_kernel_reduce(hcomm_dtype_t dtype, hcomm_op_t op) {
     return reduce_table[dtype][op];
 }
 
+int hcomm_kernel_has_avx2(void) {
+#ifdef HAVE_X86_PATHS
+    return (cpu_features() & CPU_AVX2) != 0;
+#else
+    return 0;
+#endif
+}
+
 hcomm_scale_fn_t hcomm_kernel_scale(hcomm_dtype_t dtype) {
     if ((unsigned)dtype >= HCOMM_DTYPE_COUNT) return NULL;
 #ifdef HAVE_X86_PATHS

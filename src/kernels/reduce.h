@@ -20,6 +20,8 @@ typedef void (*hcomm_scale_fn_t)(void *buf, size_t count, int divisor);
 /* NULL when dtype or op is out of range. */
 hcomm_reduce_fn_t hcomm_kernel_reduce(hcomm_dtype_t dtype, hcomm_op_t op);
 hcomm_scale_fn_t hcomm_kernel_scale(hcomm_dtype_t dtype);
+/* Whether this x86-64 CPU runs AVX2 code (probed once); 0 elsewhere. */
+int hcomm_kernel_has_avx2(void);
 
 /* Scalar conversions, exact to IEEE rounding (nearest even), NaN kept. */
 float hcomm_half_to_float(uint16_t h);
