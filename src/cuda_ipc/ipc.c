@@ -21,6 +21,7 @@ int hcomm_ipc_applies(const hcomm_comm_impl_t *c, hcomm_coll_t coll,
 typedef struct {
     int ok;
     cudaIpcMemHandle_t handle;
+    cudaUUID_t gpu; /* which GPU the workspace is on */
 } ipc_card_t;
 
 static void release(hcomm_ipc_t *ipc, int rank, int nranks) {
@@ -46,6 +47,10 @@ static int make_own(hcomm_ipc_t *ipc, int rank, ipc_card_t *card) {
         e = cudaMemsetAsync(ipc->ws[rank], 0, HCOMM_IPC_FLAG_BYTES, own);
     if (e == cudaSuccess) e = cudaStreamSynchronize(own);
     if (e == cudaSuccess) e = cudaIpcGetMemHandle(&card->handle, ipc->ws[rank]);
+    struct cudaDeviceProp prop;
+    if (e == cudaSuccess)
+        e = cudaGetDeviceProperties(&prop, hcomm_gpu_ctx_device(ipc->ctx));
+    if (e == cudaSuccess) card->gpu = prop.uuid;
     if (e == cudaSuccess)
         e = cudaHostAlloc(&ipc->words, 4096, cudaHostAllocMapped);
     if (e == cudaSuccess) {
@@ -85,6 +90,12 @@ int hcomm_ipc_ready(hcomm_comm_impl_t *c, struct hcomm_gpu_ctx *ctx) {
     int ok = ipc && all;
     for (int p = 0; ok && p < c->size; p++)
         ok = all[p].ok;
+    if (ok) { /* the flags' scope (ipc_kernels.cu) */
+        ipc->one_gpu = 1;
+        for (int p = 0; p < c->size; p++)
+            if (memcmp(&all[p].gpu, &mine.gpu, sizeof(mine.gpu)) != 0)
+                ipc->one_gpu = 0;
+    }
     for (int p = 0; ok && p < c->size; p++) {
         if (p == c->rank) continue;
         cudaError_t e =

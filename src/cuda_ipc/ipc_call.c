@@ -36,6 +36,7 @@ hcomm_status_t hcomm_ipc_op_init(hcomm_ipc_op_t *op, hcomm_comm_impl_t *c,
         k->ws[p] = ipc->ws[p];
     k->rank = c->rank;
     k->nranks = c->size;
+    k->one_gpu = ipc->one_gpu;
     k->root = root;
     k->in = in;
     k->out = out;

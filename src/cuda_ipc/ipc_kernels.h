@@ -53,6 +53,7 @@ typedef struct {
     /* Every rank's workspace as this process maps it (own one included). */
     char *ws[HCOMM_IPC_MAX_RANKS];
     int rank, nranks, root;
+    int one_gpu; /* every workspace is on this GPU: flags of its scope */
     hcomm_ipc_kind_t kind;
     const void *in;
     void *out;

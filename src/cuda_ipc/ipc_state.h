@@ -18,6 +18,7 @@ struct hcomm_ipc {
     volatile uint32_t *abort_host, *abort_dev;
     unsigned long long *status_host, *status_dev, *done_host, *done_dev;
     uint64_t epoch; /* the next round's */
+    int one_gpu;    /* every rank's workspace is on this rank's GPU */
     /* After a stream-ordered kernel, an event after it on the caller's
      * stream (which the caller may destroy: no handle to it is kept);
      * NULL when the last kernel ran on the communicator's own stream. */
