@@ -790,10 +790,12 @@ static int after_arrive(hcomm_shm_op_t *op, hcomm_status_t *st) {
 static int inputs_arrived(hcomm_shm_op_t *op) {
     int me = op->shm->rank;
     /* A lagged receiver reads the root's data only if the root's
-     * descriptor is its own; else it waits for every rank's to explain. */
+     * descriptor is its own; else it waits for every rank's to explain.
+     * The root's arrival is read once: a root that arrived after a first
+     * look but before a second would have its data read unchecked. */
     if (op->lagged && me != op->root &&
-        (op->coll == HCOMM_COLL_BCAST || op->coll == HCOMM_COLL_SCATTER) &&
-        reached(op, op->root, SHM_ARRIVE, op->seq)) {
+        (op->coll == HCOMM_COLL_BCAST || op->coll == HCOMM_COLL_SCATTER)) {
+        if (!reached(op, op->root, SHM_ARRIVE, op->seq)) return 0;
         const uint64_t *d = hcomm_shm_desc(op->shm, op->root, op->seq);
         if (d[0] != op->desc[0] || d[1] != op->desc[1]) op->lagged = 0;
     }

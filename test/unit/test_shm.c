@@ -732,6 +732,14 @@ static void *ahead_main(void *arg) {
     return NULL;
 }
 
+/* A failed assertion leaves a test at once: the slot size it set must not
+ * outlive it into the next test. */
+static int default_slot(void **state) {
+    (void)state;
+    threads_slot = SLOT;
+    return 0;
+}
+
 static void test_run_ahead(void **state) {
     (void)state;
     threads_slot = 8192; /* rounds in entries, sub-slots and slots */
@@ -751,7 +759,6 @@ static void test_run_ahead(void **state) {
                 assert_int_equal(a[r].untouched[i], 0x5a);
         }
     }
-    threads_slot = SLOT;
 }
 
 /* alltoallv (shm.h, shm_alltoallv.c): int32 blocks whose counts take
@@ -940,10 +947,14 @@ static void test_8_ranks(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_mismatch),  cmocka_unit_test(test_gpu_agreement),
-        cmocka_unit_test(test_run_ahead), cmocka_unit_test(test_2_ranks),
-        cmocka_unit_test(test_3_ranks),   cmocka_unit_test(test_4_ranks),
-        cmocka_unit_test(test_5_ranks),   cmocka_unit_test(test_8_ranks),
+        cmocka_unit_test(test_mismatch),
+        cmocka_unit_test(test_gpu_agreement),
+        cmocka_unit_test_teardown(test_run_ahead, default_slot),
+        cmocka_unit_test(test_2_ranks),
+        cmocka_unit_test(test_3_ranks),
+        cmocka_unit_test(test_4_ranks),
+        cmocka_unit_test(test_5_ranks),
+        cmocka_unit_test(test_8_ranks),
         cmocka_unit_test(test_alltoallv)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
