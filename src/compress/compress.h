@@ -36,7 +36,7 @@ void hcomm_topk_select(const float *x, size_t n, size_t k, uint32_t *idx);
 
 /* hcomm_topk_select's k values of x as (index, value bits) pairs, in
  * increasing index order; where residual is not NULL, residual = x with
- * those k set to 0. 0, or HCOMM_ERR_NO_MEMORY. */
+ * those k set to 0 (residual may be x itself). 0, or HCOMM_ERR_NO_MEMORY. */
 hcomm_status_t hcomm_topk_pairs(const float *x, size_t n, size_t k,
                                 uint32_t *pairs, float *residual);
 /* out[index] += value for each of the k pairs whose index is below n (a
@@ -60,7 +60,7 @@ static inline size_t hcomm_onebit_record_bytes(size_t m) {
     return (4 + hcomm_onebit_bytes(m) + 3) / 4 * 4;
 }
 /* The record of x; where res is not NULL, res = x - scale * sign (what
- * the record did not carry). */
+ * the record did not carry; res may be x itself). */
 void hcomm_onebit_encode(const float *x, size_t m, uint8_t *rec, float *res);
 /* acc[i] (+)= scale * sign of the record's element i. */
 void hcomm_onebit_decode(float *acc, const uint8_t *rec, size_t m, int add);

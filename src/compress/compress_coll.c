@@ -63,7 +63,9 @@ static hcomm_status_t run_half(const job_t *j, const float *in, float *out,
 }
 
 /* v = in + residual; the k largest go out with their indices; what stays
- * behind is the new residual. */
+ * behind is the new residual. v is the residual itself, added to in place
+ * (or in, without error feedback): no copy of the count values, nor fresh
+ * memory for them, whose page faults cost as much as the selection. */
 static hcomm_status_t run_topk(const job_t *j, const float *in, float *out,
                                double density) {
     hcomm_cx_t *x = j->x;
@@ -72,9 +74,9 @@ static hcomm_status_t run_topk(const job_t *j, const float *in, float *out,
     if (k < 1) k = 1;
     if (k > count) k = count;
     size_t vb = count * sizeof(float), pb = 2 * k * sizeof(uint32_t);
-    float *v = hcomm_cx_alloc(x, vb);
+    const float *v = j->worker ? j->worker : in;
     uint32_t *pairs = hcomm_cx_alloc(x, pb), *all = hcomm_cx_alloc(x, n * pb);
-    hcomm_cx_add(x, v, in, j->worker, count);
+    if (j->worker) hcomm_cx_add(x, j->worker, in, j->worker, count);
     hcomm_cx_topk_pairs(x, v, count, k, pairs, j->worker);
     if (hcomm_cx_sync(x) == HCOMM_SUCCESS)
         x->status = hcomm_allgather(pairs, all, 2 * k, HCOMM_UINT32, j->comm);
@@ -83,7 +85,6 @@ static hcomm_status_t run_topk(const job_t *j, const float *in, float *out,
         hcomm_cx_topk_add(x, out, all + 2 * k * p, k, count);
     hcomm_cx_divide(x, out, count, j->divisor);
     hcomm_status_t st = hcomm_cx_sync(x);
-    hcomm_cx_free(x, v, vb);
     hcomm_cx_free(x, pairs, pb);
     hcomm_cx_free(x, all, n * pb);
     return st;
@@ -102,20 +103,23 @@ static hcomm_status_t run_onebit(const job_t *j, const float *in, float *out) {
     hcomm_cx_t *x = j->x;
     hcomm_compress_state_t state = j->state;
     size_t n = (size_t)j->size, m = j->chunk;
-    size_t rb = hcomm_onebit_record_bytes(m), vb = n * m * sizeof(float);
+    size_t rb = hcomm_onebit_record_bytes(m);
     if (state && !state->server &&
         (state->server = hcomm_cx_alloc(x, m * sizeof(float))))
         state->chunk = m;
-    float *v = hcomm_cx_alloc(x, vb), *y = hcomm_cx_alloc(x, m * sizeof(float));
-    float *res = state ? hcomm_cx_alloc(x, vb) : NULL;
+    float *y = hcomm_cx_alloc(x, m * sizeof(float));
     uint8_t *send = hcomm_cx_alloc(x, n * rb),
             *recv = hcomm_cx_alloc(x, n * rb);
-    /* the padding stays 0 in v; its residual is dropped below */
-    hcomm_cx_add(x, v, in, j->worker, j->count);
-    for (size_t p = 0; p < n; p++)
-        hcomm_cx_onebit_encode(x, v + p * m, chunk_len(j, p), send + p * rb,
-                               res ? res + p * m : NULL);
-    if (j->worker) hcomm_cx_copy(x, j->worker, res, j->count * sizeof(float));
+    /* v is the worker residual, added to in place, then encoded into its
+     * new self (as top-k's); without error feedback, in itself */
+    float *res = j->worker;
+    const float *v = res ? res : in;
+    if (res) hcomm_cx_add(x, res, in, res, j->count);
+    for (size_t p = 0; p < n; p++) {
+        size_t at = chunk_len(j, p) ? p * m : 0; /* none past the count */
+        hcomm_cx_onebit_encode(x, v + at, chunk_len(j, p), send + p * rb,
+                               res ? res + at : NULL);
+    }
     if (hcomm_cx_sync(x) == HCOMM_SUCCESS)
         x->status = hcomm_alltoall(send, recv, rb, HCOMM_UINT8, j->comm);
     size_t mine = chunk_len(j, (size_t)j->rank);
@@ -130,9 +134,7 @@ static hcomm_status_t run_onebit(const job_t *j, const float *in, float *out) {
         hcomm_cx_onebit_decode(x, out + p * m, recv + p * rb, chunk_len(j, p),
                                0);
     hcomm_status_t st = hcomm_cx_sync(x);
-    hcomm_cx_free(x, v, vb);
     hcomm_cx_free(x, y, m * sizeof(float));
-    hcomm_cx_free(x, res, vb);
     hcomm_cx_free(x, send, n * rb);
     hcomm_cx_free(x, recv, n * rb);
     return st;

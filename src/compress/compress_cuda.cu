@@ -258,7 +258,7 @@ extern "C" int hcomm_cuda_topk_pairs(const float *x, size_t n, size_t k,
     if (e == cudaSuccess)
         e = cub::DeviceRadixSort::SortKeys(t.cub, bytes, chosen, (int)k, 0,
                                            index_bits(n), s);
-    if (e == cudaSuccess && residual)
+    if (e == cudaSuccess && residual && residual != x)
         e = cudaMemcpyAsync(residual, x, n * sizeof(float),
                             cudaMemcpyDeviceToDevice, s);
     if (e != cudaSuccess) return (int)e;

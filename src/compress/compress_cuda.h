@@ -29,7 +29,7 @@ int hcomm_cuda_cmp_sum16(uint16_t *out, const uint16_t *in, size_t nin,
 size_t hcomm_cuda_topk_scratch(size_t n);
 /* hcomm_topk_pairs: the k (1 <= k <= n) values of x of largest magnitude
  * as (index, value bits) pairs in increasing index order; where residual
- * is not NULL, residual = x with those k set to 0. */
+ * is not NULL, residual = x with those k set to 0 (residual may be x). */
 int hcomm_cuda_topk_pairs(const float *x, size_t n, size_t k, uint32_t *pairs,
                           float *residual, void *scratch, size_t scratch_bytes,
                           void *stream);

@@ -5,6 +5,7 @@
 #include "kernels/reduce_impl.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -92,104 +93,133 @@ void hcomm_cmp_sum16(uint16_t *out, const uint16_t *in, size_t nin, size_t m,
     }
 }
 
-/* a before b: larger magnitude, then lower index. */
-static int before(const float *x, uint32_t a, uint32_t b) {
-    float ma = fabsf(x[a]), mb = fabsf(x[b]);
-    if (ma != mb) return ma > mb;
-    return a < b;
+/* |v| as an unsigned key, the sign bit cleared: the order of magnitudes,
+ * NaNs above infinity, as the CUDA kernels' radix sort has them. */
+static inline uint32_t mag_key(float v) {
+    uint32_t u;
+    memcpy(&u, &v, sizeof(u));
+    return u & 0x7fffffffu;
 }
 
-static int by_index(const void *a, const void *b) {
-    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-    return (x > y) - (x < y);
-}
-
-/* Quickselect on the index array all[0, n): afterwards its first k
- * entries are the k first in before()'s order (in no particular order). */
-static void select_first(const float *x, uint32_t *all, size_t n, size_t k) {
-    size_t lo = 0, hi = n; /* the k-th lies in [lo, hi) */
+/* The r-th largest (from 0) of a[0, n), which it reorders: quickselect
+ * with a three-way partition (> pivot | == pivot | < pivot). */
+static uint32_t kth_largest(uint32_t *a, size_t n, size_t r) {
+    size_t lo = 0, hi = n;
     uint64_t seed = 0x9e3779b97f4a7c15ull;
     while (hi - lo > 1) {
         seed = seed * 6364136223846793005ull + 1442695040888963407ull;
-        uint32_t pivot = all[lo + (size_t)(seed >> 33) % (hi - lo)];
-        /* three-way partition: before pivot | pivot | after */
-        size_t lt = lo, i = lo, gt = hi;
-        while (i < gt) {
-            if (all[i] == pivot) {
-                i++;
-            } else if (before(x, all[i], pivot)) {
-                uint32_t t = all[lt];
-                all[lt++] = all[i];
-                all[i++] = t;
+        uint32_t pivot = a[lo + (size_t)(seed >> 33) % (hi - lo)];
+        size_t gt = lo, i = lo, lt = hi;
+        while (i < lt) {
+            uint32_t v = a[i];
+            if (v > pivot) {
+                a[i++] = a[gt];
+                a[gt++] = v;
+            } else if (v < pivot) {
+                a[i] = a[--lt];
+                a[lt] = v;
             } else {
-                uint32_t t = all[--gt];
-                all[gt] = all[i];
-                all[i] = t;
+                i++;
             }
         }
-        if (k <= lt)
-            hi = lt;
-        else if (k > lt + (gt - lt))
-            lo = gt;
+        if (r < gt)
+            hi = gt;
+        else if (r >= lt)
+            lo = lt;
         else
-            break;
+            return pivot;
     }
+    return a[lo];
 }
 
-static int by_magnitude_desc(const void *a, const void *b) {
-    float x = *(const float *)a, y = *(const float *)b;
-    return (x < y) - (x > y);
-}
-
-/* The indices of the elements of magnitude at least a threshold that a
- * sample of x puts a little below the k-th largest: one pass, and the
- * quickselect then runs on about 1.5 k of them, not on all n (64 MiB of
- * gradients: 170 ms before, on the GPU machine's host). Exact whenever at
- * least k pass (the threshold is then at most the k-th magnitude, so every
- * element tied with it passes too); returns 0, and the caller selects
- * from all, when fewer pass or more than cap do (heavy ties). */
-static size_t candidates(const float *x, size_t n, size_t k, uint32_t *cand,
-                         size_t cap) {
+/* A key a little below the k-th largest of x's, from a sample of them,
+ * so that about 1.5 k elements pass it; 0 (all pass) for small n or large
+ * k. The sample's positions are pseudo-random: a regular stride aliases
+ * with data of a period (a layer's channels), and a threshold from a few
+ * of its classes let through too many or too few. */
+static uint32_t sampled_threshold(const float *x, size_t n, size_t k) {
     enum { SAMPLE = 16384 };
     if (n < 4 * SAMPLE || k > n / 8) return 0;
-    float *s = malloc(SAMPLE * sizeof(float));
+    uint32_t *s = malloc(SAMPLE * sizeof(*s));
     if (!s) return 0;
-    size_t stride = n / SAMPLE;
-    for (size_t i = 0; i < SAMPLE; i++)
-        s[i] = fabsf(x[i * stride]);
-    qsort(s, SAMPLE, sizeof(float), by_magnitude_desc);
+    uint64_t seed = 0x2545f4914f6cdd1dull;
+    for (size_t i = 0; i < SAMPLE; i++) {
+        seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+        s[i] = mag_key(x[(size_t)((seed >> 32) * (uint64_t)n >> 32)]);
+    }
     size_t r = (size_t)(1.5 * (double)k / (double)n * SAMPLE) + 16;
-    float t = s[r < SAMPLE ? r : SAMPLE - 1];
+    uint32_t t = kth_largest(s, SAMPLE, r < SAMPLE ? r : SAMPLE - 1);
     free(s);
-    size_t m = 0;
-    for (size_t i = 0; i < n; i++)
-        if (fabsf(x[i]) >= t) {
-            if (m == cap) return 0;
-            cand[m++] = (uint32_t)i;
-        }
-    return m >= k ? m : 0;
+    return t;
 }
 
+/* The indices of x's elements whose key is at least t, in increasing
+ * order, with their keys; SIZE_MAX when more than cap pass. */
+static size_t gather(const float *x, size_t n, uint32_t t, uint32_t *idx,
+                     uint32_t *keys, size_t cap) {
+    enum { BLOCK = 64 };
+    size_t m = 0;
+    for (size_t at = 0; at < n; at += BLOCK) {
+        size_t end = n - at < BLOCK ? n : at + BLOCK;
+        int any = 0; /* a test that vectorises: most blocks have none */
+        for (size_t i = at; i < end; i++)
+            any |= mag_key(x[i]) >= t;
+        for (size_t i = at; any && i < end; i++) {
+            uint32_t key = mag_key(x[i]);
+            if (key >= t) {
+                if (m == cap) return SIZE_MAX;
+                idx[m] = (uint32_t)i;
+                keys[m++] = key;
+            }
+        }
+    }
+    return m;
+}
+
+/* The k-th largest key T is found among candidates: the elements past a
+ * sampled threshold (one pass over x; then work on about 1.5 k of them, not
+ * all n: 64 MiB of gradients took 170 ms with a quickselect over every
+ * index), or every element where fewer than k pass or too many do (heavy
+ * ties). The candidates come in index order, so one more pass over them
+ * keeps those above T and the first of those equal to T, already in
+ * increasing index order. Exact: at least k pass the threshold only if it
+ * is at most T, and then every element with key T is a candidate. */
 void hcomm_topk_select(const float *x, size_t n, size_t k, uint32_t *idx) {
-    size_t cap = 2 * k + 4096;
-    uint32_t *all = malloc((cap < n ? cap : n) * sizeof(*all));
-    size_t m = all ? candidates(x, n, k, all, cap < n ? cap : n) : 0;
-    if (all && m == 0) { /* select from every index */
-        free(all);
-        if ((all = malloc(n * sizeof(*all))))
-            for (size_t i = 0; i < n; i++)
-                all[i] = (uint32_t)i;
+    uint32_t t = sampled_threshold(x, n, k);
+    size_t cap = 2 * k + 4096, m = SIZE_MAX;
+    uint32_t *cand = NULL, *keys = NULL, *work = NULL;
+    if (t && cap < n && (cand = malloc(3 * cap * sizeof(*cand)))) {
+        keys = cand + cap;
+        work = keys + cap;
+        m = gather(x, n, t, cand, keys, cap);
+    }
+    if (m == SIZE_MAX || m < k) { /* every element a candidate */
+        free(cand);
+        cand = keys = NULL;
         m = n;
+        if (!(work = malloc(n * sizeof(*work)))) {
+            for (size_t i = 0; i < k; i++) /* the first k, as a call with */
+                idx[i] = (uint32_t)i;      /* no memory can */
+            return;
+        }
+        for (size_t i = 0; i < n; i++)
+            work[i] = mag_key(x[i]);
+    } else {
+        memcpy(work, keys, m * sizeof(*work));
     }
-    if (!all) { /* no scratch: the first k, as a call with no memory can */
-        for (size_t i = 0; i < k; i++)
-            idx[i] = (uint32_t)i;
-        return;
+    uint32_t kth = kth_largest(work, m, k - 1);
+    size_t above = 0;
+    for (size_t i = 0; i < m; i++)
+        above += (keys ? keys[i] : mag_key(x[i])) > kth;
+    size_t ties = k - above, o = 0;
+    for (size_t i = 0; i < m && o < k; i++) {
+        uint32_t key = keys ? keys[i] : mag_key(x[i]);
+        if (key > kth || (key == kth && ties > 0)) {
+            ties -= key == kth;
+            idx[o++] = cand ? cand[i] : (uint32_t)i;
+        }
     }
-    select_first(x, all, m, k);
-    memcpy(idx, all, k * sizeof(*idx));
-    free(all);
-    qsort(idx, k, sizeof(*idx), by_index);
+    free(cand ? cand : work);
 }
 
 hcomm_status_t hcomm_topk_pairs(const float *x, size_t n, size_t k,
@@ -197,7 +227,7 @@ hcomm_status_t hcomm_topk_pairs(const float *x, size_t n, size_t k,
     uint32_t *idx = malloc(k * sizeof(*idx));
     if (!idx) return HCOMM_ERR_NO_MEMORY;
     hcomm_topk_select(x, n, k, idx);
-    if (residual) memcpy(residual, x, n * sizeof(float));
+    if (residual && residual != x) memcpy(residual, x, n * sizeof(float));
     for (size_t i = 0; i < k; i++) {
         pairs[2 * i] = idx[i];
         memcpy(&pairs[2 * i + 1], &x[idx[i]], sizeof(float));
@@ -215,32 +245,51 @@ void hcomm_topk_add(float *out, const uint32_t *pairs, size_t k, size_t n) {
     }
 }
 
+/* A byte of signs and eight running sums at a time, so that the loops
+ * vectorise; the order of the sums is fixed, so one input always gives one
+ * scale. */
 float hcomm_onebit_pack(const float *x, size_t n, uint8_t *bits) {
-    double sum = 0;
-    memset(bits, 0, hcomm_onebit_bytes(n));
-    for (size_t i = 0; i < n; i++) {
-        sum += fabs((double)x[i]);
-        if (x[i] >= 0) bits[i / 8] |= (uint8_t)(1u << (i % 8));
+    double sum[8] = {0};
+    for (size_t at = 0; at < n; at += 8) {
+        unsigned byte = 0;
+        if (n - at >= 8) {
+            for (unsigned j = 0; j < 8; j++) {
+                sum[j] += fabs((double)x[at + j]);
+                byte |= (unsigned)(x[at + j] >= 0) << j;
+            }
+        } else {
+            for (unsigned j = 0; at + j < n; j++) {
+                sum[j] += fabs((double)x[at + j]);
+                byte |= (unsigned)(x[at + j] >= 0) << j;
+            }
+        }
+        bits[at / 8] = (uint8_t)byte;
     }
-    return n ? (float)(sum / (double)n) : 0.0f;
+    double total = ((sum[0] + sum[1]) + (sum[2] + sum[3])) +
+                   ((sum[4] + sum[5]) + (sum[6] + sum[7]));
+    return n ? (float)(total / (double)n) : 0.0f;
 }
 
 void hcomm_onebit_unpack(float *acc, const uint8_t *bits, float scale, size_t n,
                          int add) {
-    for (size_t i = 0; i < n; i++) {
-        float v = bits[i / 8] >> (i % 8) & 1 ? scale : -scale;
-        acc[i] = add ? acc[i] + v : v;
+    for (size_t at = 0; at < n; at += 8) {
+        unsigned byte = bits[at / 8];
+        size_t len = n - at < 8 ? n - at : 8;
+        if (add)
+            for (size_t j = 0; j < len; j++)
+                acc[at + j] += byte >> j & 1 ? scale : -scale;
+        else
+            for (size_t j = 0; j < len; j++)
+                acc[at + j] = byte >> j & 1 ? scale : -scale;
     }
 }
 
 void hcomm_onebit_encode(const float *x, size_t m, uint8_t *rec, float *res) {
     float scale = hcomm_onebit_pack(x, m, rec + 4);
     memcpy(rec, &scale, 4);
-    if (res) { /* what the signs and the scale did not carry */
-        hcomm_onebit_unpack(res, rec + 4, scale, m, 0);
+    if (res) /* what the signs and the scale did not carry */
         for (size_t i = 0; i < m; i++)
-            res[i] = x[i] - res[i];
-    }
+            res[i] = x[i] - (x[i] >= 0 ? scale : -scale);
 }
 
 void hcomm_onebit_decode(float *acc, const uint8_t *rec, size_t m, int add) {

@@ -15,6 +15,12 @@
 
 #include <cmocka.h>
 
+static uint32_t key_of(float v) { /* |v|'s order, as the kernels' */
+    uint32_t u;
+    memcpy(&u, &v, sizeof(u));
+    return u & 0x7fffffffu;
+}
+
 static float value(size_t i) { /* signs and magnitudes all over */
     uint32_t h = (uint32_t)i * 2654435761u;
     return ((float)(h % 20001) - 10000.0f) / 37.0f;
@@ -94,6 +100,34 @@ static void test_topk_ties(void **state) {
     free(idx);
 }
 
+/* idx holds k increasing indices, and no value left out beats one kept
+ * (magnitudes as the sign-cleared bits order them: NaN above infinity,
+ * as on the GPU; ties: the lower index). */
+static void check_topk(const float *x, size_t n, size_t k,
+                       const uint32_t *idx) {
+    uint32_t weakest = UINT32_MAX;
+    size_t weakest_at = 0;
+    for (size_t i = 0; i < k; i++) {
+        if (i) assert_true(idx[i] > idx[i - 1]);
+        uint32_t m = key_of(x[idx[i]]);
+        if (m < weakest || (m == weakest && idx[i] > weakest_at)) {
+            weakest = m;
+            weakest_at = idx[i];
+        }
+    }
+    size_t kept = 0;
+    for (size_t i = 0, s = 0; i < n; i++) {
+        if (s < k && idx[s] == i) {
+            s++;
+            kept++;
+            continue;
+        }
+        uint32_t m = key_of(x[i]);
+        assert_true(m < weakest || (m == weakest && i > weakest_at));
+    }
+    assert_int_equal(kept, k);
+}
+
 static void test_topk(void **state) {
     (void)state;
     /* past 65536 and k <= n / 8, a sampled threshold first */
@@ -108,32 +142,47 @@ static void test_topk(void **state) {
         for (size_t q = 0; q < 5; q++) {
             size_t k = ks[q] > n ? n : ks[q];
             hcomm_topk_select(x, n, k, idx);
-            /* increasing indices, and no value left out beats one kept */
-            float weakest = INFINITY;
-            size_t weakest_at = 0;
-            for (size_t i = 0; i < k; i++) {
-                if (i) assert_true(idx[i] > idx[i - 1]);
-                float m = fabsf(x[idx[i]]);
-                if (m < weakest || (m == weakest && idx[i] > weakest_at)) {
-                    weakest = m;
-                    weakest_at = idx[i];
-                }
-            }
-            size_t kept = 0;
-            for (size_t i = 0, s = 0; i < n; i++) {
-                if (s < k && idx[s] == i) {
-                    s++;
-                    kept++;
-                    continue;
-                }
-                float m = fabsf(x[i]);
-                assert_true(m < weakest || (m == weakest && i > weakest_at));
-            }
-            assert_int_equal(kept, k);
+            check_topk(x, n, k, idx);
         }
         free(x);
         free(idx);
     }
+}
+
+/* Data of a period (1000 levels, 0.1% each, in a pattern a regular sample
+ * would alias with), NaNs and infinities, and the residual written over
+ * the input itself: the same pairs, and the input with the k zeroed. */
+static void test_topk_period_nan_in_place(void **state) {
+    (void)state;
+    size_t n = (size_t)1 << 20, k = n / 100;
+    float *x = malloc(n * sizeof(float)), *res = malloc(n * sizeof(float));
+    uint32_t *idx = malloc(k * sizeof(uint32_t)),
+             *pairs = malloc(2 * k * sizeof(uint32_t)),
+             *again = malloc(2 * k * sizeof(uint32_t));
+    for (size_t i = 0; i < n; i++)
+        x[i] = (float)((i * 7) % 1000) / 64.0f - 7.0f;
+    x[5] = NAN;
+    x[77] = -INFINITY;
+    x[n - 1] = INFINITY;
+    hcomm_topk_select(x, n, k, idx);
+    check_topk(x, n, k, idx);
+    assert_int_equal(idx[0], 5);
+    assert_int_equal(idx[1], 77);
+    assert_int_equal(idx[k - 1], n - 1);
+    assert_int_equal(hcomm_topk_pairs(x, n, k, pairs, res), HCOMM_SUCCESS);
+    float *copy = malloc(n * sizeof(float));
+    memcpy(copy, x, n * sizeof(float));
+    assert_int_equal(hcomm_topk_pairs(copy, n, k, again, copy), HCOMM_SUCCESS);
+    assert_memory_equal(again, pairs, 2 * k * sizeof(uint32_t));
+    assert_memory_equal(copy, res, n * sizeof(float));
+    for (size_t i = 0; i < k; i++)
+        assert_true(copy[idx[i]] == 0.0f);
+    free(x);
+    free(res);
+    free(copy);
+    free(idx);
+    free(pairs);
+    free(again);
 }
 
 static void test_onebit(void **state) {
@@ -155,6 +204,14 @@ static void test_onebit(void **state) {
     for (size_t i = 0; i < N; i++)
         assert_true(y[i] == (x[i] >= 0 ? 2 * scale : -2 * scale));
     assert_true(hcomm_onebit_pack(x, 0, bits) == 0.0f);
+    /* the record and residual, with the residual over the input itself */
+    uint8_t rec[4 + (N + 7) / 8], rec2[sizeof(rec)];
+    hcomm_onebit_encode(x, N, rec, y);
+    for (size_t i = 0; i < N; i++)
+        assert_true(y[i] == x[i] - (x[i] >= 0 ? scale : -scale));
+    hcomm_onebit_encode(x, N, rec2, x);
+    assert_memory_equal(rec2, rec, sizeof(rec));
+    assert_memory_equal(x, y, sizeof(x));
 }
 
 static void test_parse(void **state) {
@@ -208,12 +265,14 @@ static void test_auto_pick(void **state) {
 }
 
 int main(void) {
-    const struct CMUnitTest tests[] = {cmocka_unit_test(test_half_round_trip),
-                                       cmocka_unit_test(test_convert_bits),
-                                       cmocka_unit_test(test_topk),
-                                       cmocka_unit_test(test_topk_ties),
-                                       cmocka_unit_test(test_onebit),
-                                       cmocka_unit_test(test_parse),
-                                       cmocka_unit_test(test_auto_pick)};
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_half_round_trip),
+        cmocka_unit_test(test_convert_bits),
+        cmocka_unit_test(test_topk),
+        cmocka_unit_test(test_topk_ties),
+        cmocka_unit_test(test_topk_period_nan_in_place),
+        cmocka_unit_test(test_onebit),
+        cmocka_unit_test(test_parse),
+        cmocka_unit_test(test_auto_pick)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
