@@ -299,14 +299,17 @@ fi
 if has latency; then
     note "small calls on the CUDA IPC path: blocking and stream-ordered"
     # the floor under them: one process without MPS and with it, then two
-    # at once (as 2 ranks) under MPS
+    # and four at once (as 2 and 4 ranks) under MPS
     run latency.log 60 "$b/test/gpu/test_cuda_kernels" --latency
     mps_on
     run latency.log 60 "$b/test/gpu/test_cuda_kernels" --latency
-    echo "\$ two at once" >>"$out/latency.log"
-    "$b/test/gpu/test_cuda_kernels" --latency >>"$out/latency.log" 2>&1 &
-    "$b/test/gpu/test_cuda_kernels" --latency >>"$out/latency.log" 2>&1
-    wait
+    for at_once in 2 4; do
+        echo "\$ $at_once at once" >>"$out/latency.log"
+        for i in $(seq "$at_once"); do
+            "$b/test/gpu/test_cuda_kernels" --latency >>"$out/latency.log" 2>&1 &
+        done
+        wait
+    done
     p="$b/perf/hcomm_perf -D cuda allreduce -b 8 -e 64K -f 8 -n 200 -w 20"
     for n in 2 4; do
         mpi latency.log $n $p
