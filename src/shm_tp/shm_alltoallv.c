@@ -104,9 +104,10 @@ static int direct_first(const hcomm_shm_t *shm, uint64_t largest) {
     return shm->cma && shm->size == 2 && largest >= HCOMM_SHM_DIRECT_MIN_2;
 }
 
-/* The whole record's length, UINT64_MAX past what a record may take or
- * where its blocks are to be read directly. */
-static uint64_t record_bytes(const hcomm_shm_op_t *op) {
+/* The head as the counts decide it: the largest block sent, and the whole
+ * record's length, UINT64_MAX past what a record may take or where its
+ * blocks are to be read directly. */
+static head_t record_head(const hcomm_shm_op_t *op) {
     size_t n = (size_t)op->shm->size;
     uint64_t bytes = table_bytes(op->shm), largest = 0;
     for (size_t j = 0; j < n; j++) { /* blocks may overlap: saturate */
@@ -114,9 +115,10 @@ static uint64_t record_bytes(const hcomm_shm_op_t *op) {
                                                     : bytes + op->vcounts[j];
         if (op->vcounts[j] > largest) largest = op->vcounts[j];
     }
-    if (direct_first(op->shm, largest) && op->sendbuf != op->recvbuf)
-        return UINT64_MAX;
-    return bytes <= record_limit(op->shm) ? bytes : UINT64_MAX;
+    if ((direct_first(op->shm, largest) && op->sendbuf != op->recvbuf) ||
+        bytes > record_limit(op->shm))
+        bytes = UINT64_MAX;
+    return (head_t){.bytes = bytes, .largest = largest};
 }
 
 hcomm_status_t hcomm_shm_op_start_a2av(
@@ -146,7 +148,7 @@ hcomm_status_t hcomm_shm_op_start_a2av(
     /* One round of one element per byte published: the slot's or the ring
      * entry's reuse then follows from the length, as for the others. */
     op->esize = 1;
-    *own_head(op) = (head_t){.bytes = record_bytes(op)};
+    *own_head(op) = record_head(op);
     op->count = op->chunk = published_bytes(shm, own_head(op)->bytes);
     return HCOMM_SUCCESS;
 }
@@ -200,7 +202,6 @@ void hcomm_shm_a2av_publish(hcomm_shm_op_t *op) {
         head->sent += pair_term(me, (int)j, len[j]);
         head->expected += pair_term((int)j, me, expects[j]);
         if (len[j] && from[j] + len[j] > extent) extent = from[j] + len[j];
-        if (len[j] > head->largest) head->largest = len[j];
     }
     size_t published = published_bytes(shm, head->bytes);
     char *rec = hcomm_shm_in(shm, me, op->seq, published);
