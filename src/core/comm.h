@@ -46,9 +46,11 @@ typedef struct hcomm_comm_impl {
     /* hcomm_mem_alloc's ordinary memory when there is no segment. */
     void **plain_mem;
     int nplain_mem;
-    hcomm_status_t broken; /* set after a failure: later calls fail fast */
-    double timeout;        /* hcomm_comm_set_timeout; 0: HCOMM_TIMEOUT */
-    atomic_int aborted;    /* hcomm_comm_abort */
+    /* Set after a failure: later calls fail fast. Atomic: the stream
+     * worker sets it while the program's thread reads it. */
+    _Atomic hcomm_status_t broken;
+    double timeout;     /* hcomm_comm_set_timeout; 0: HCOMM_TIMEOUT */
+    atomic_int aborted; /* hcomm_comm_abort */
     hcomm_flight_t flight;
     /* Calls on device memory: streams and events on the communicator's
      * GPU (made by the first such call). */
