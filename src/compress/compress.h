@@ -31,7 +31,7 @@ void hcomm_cmp_sum16(uint16_t *out, const uint16_t *in, size_t nin, size_t m,
 
 /* The k (1 <= k <= n) indices of the values of largest magnitude, in
  * increasing order (ties: the lower index first, so every rank and every
- * run pick alike). */
+ * run pick alike; NaN counts as larger than infinity, as on the GPU). */
 void hcomm_topk_select(const float *x, size_t n, size_t k, uint32_t *idx);
 
 /* hcomm_topk_select's k values of x as (index, value bits) pairs, in
