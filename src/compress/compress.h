@@ -29,9 +29,10 @@ void hcomm_cmp_from16(float *acc, const uint16_t *src, size_t n, int bf16,
 void hcomm_cmp_sum16(uint16_t *out, const uint16_t *in, size_t nin, size_t m,
                      int bf16, int divisor);
 
-/* The k (1 <= k <= n) indices of the values of largest magnitude, in
- * increasing order (ties: the lower index first, so every rank and every
- * run pick alike; NaN counts as larger than infinity, as on the GPU). */
+/* The k (at most n; none for 0) indices of the values of largest
+ * magnitude, in increasing order (ties: the lower index first, so every
+ * rank and every run pick alike; NaN counts as larger than infinity, as on
+ * the GPU). */
 void hcomm_topk_select(const float *x, size_t n, size_t k, uint32_t *idx);
 
 /* hcomm_topk_select's k values of x as (index, value bits) pairs, in

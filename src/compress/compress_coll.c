@@ -42,23 +42,36 @@ typedef struct {
     hcomm_cx_t *x;                /* where the local steps run */
 } job_t;
 
-/* 16-bit values out, fp32 sums, 16-bit sums back. */
+/* 16-bit values out, fp32 sums, 16-bit sums back. Two participants (the
+ * rails of two nodes) exchange their whole 16-bit inputs once and both
+ * sum: the bytes of a reduce-scatter and an allgather of halves in one
+ * exchange, not two that each wait on the link, and the same arithmetic
+ * (each sum in rank order, rounded once), so the same bits. */
 static hcomm_status_t run_half(const job_t *j, const float *in, float *out,
                                int bf16) {
     hcomm_cx_t *x = j->x;
     size_t n = (size_t)j->size, m = j->chunk, bytes = n * m * 2;
+    size_t rbytes = n == 2 ? n * bytes : bytes;
     hcomm_dtype_t t = bf16 ? HCOMM_BFLOAT16 : HCOMM_FLOAT16;
-    uint16_t *send = hcomm_cx_alloc(x, bytes), *recv = hcomm_cx_alloc(x, bytes);
+    uint16_t *send = hcomm_cx_alloc(x, bytes),
+             *recv = hcomm_cx_alloc(x, rbytes);
     hcomm_cx_to16(x, send, in, j->count, bf16);
-    if (hcomm_cx_sync(x) == HCOMM_SUCCESS)
-        x->status = hcomm_alltoall(send, recv, m, t, j->comm);
-    hcomm_cx_sum16(x, send, recv, n, m, bf16, j->divisor);
-    if (hcomm_cx_sync(x) == HCOMM_SUCCESS)
-        x->status = hcomm_allgather(send, recv, m, t, j->comm);
-    hcomm_cx_from16(x, out, recv, j->count, bf16);
+    if (n == 2) {
+        if (hcomm_cx_sync(x) == HCOMM_SUCCESS)
+            x->status = hcomm_allgather(send, recv, n * m, t, j->comm);
+        hcomm_cx_sum16(x, send, recv, n, n * m, bf16, j->divisor);
+        hcomm_cx_from16(x, out, send, j->count, bf16);
+    } else {
+        if (hcomm_cx_sync(x) == HCOMM_SUCCESS)
+            x->status = hcomm_alltoall(send, recv, m, t, j->comm);
+        hcomm_cx_sum16(x, send, recv, n, m, bf16, j->divisor);
+        if (hcomm_cx_sync(x) == HCOMM_SUCCESS)
+            x->status = hcomm_allgather(send, recv, m, t, j->comm);
+        hcomm_cx_from16(x, out, recv, j->count, bf16);
+    }
     hcomm_status_t st = hcomm_cx_sync(x);
     hcomm_cx_free(x, send, bytes);
-    hcomm_cx_free(x, recv, bytes);
+    hcomm_cx_free(x, recv, rbytes);
     return st;
 }
 

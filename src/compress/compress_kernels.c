@@ -185,6 +185,7 @@ static size_t gather(const float *x, size_t n, uint32_t t, uint32_t *idx,
  * increasing index order. Exact: at least k pass the threshold only if it
  * is at most T, and then every element with key T is a candidate. */
 void hcomm_topk_select(const float *x, size_t n, size_t k, uint32_t *idx) {
+    if (k == 0 || k > n) return; /* none to pick, or not k to pick from */
     uint32_t t = sampled_threshold(x, n, k);
     size_t cap = 2 * k + 4096, m = SIZE_MAX;
     uint32_t *cand = NULL, *keys = NULL, *work = NULL;
