@@ -900,19 +900,19 @@ static double warmup(const perf_ctx_t *c, const perf_layout_t *l,
     return (est[0] + est[1]) * c->opts.warmup; /* seconds, the slowest's */
 }
 
-/* The first size of a run also pays for what warms up once (connections,
- * caches, the cores' clocks): on the GPU machine's host a sweep from 1 KiB
- * gave 4.8 us at 1 KiB and 1.9 at 2 KiB. Its warmup goes on for
- * FIRST_WARMUP_S; every rank agrees when to stop (warmup's estimates are
- * the slowest rank's). */
+/* Warmup, and for the run's first size more of it: that size also pays
+ * for what warms up once (connections, caches, the cores' clocks; on the
+ * GPU machine's host a sweep from 1 KiB gave 4.8 us at 1 KiB and 1.9 at
+ * 2 KiB), so it goes on for FIRST_WARMUP_S. Every rank agrees when to stop
+ * (warmup's estimates are the slowest rank's). */
 #define FIRST_WARMUP_S 0.05
-static void first_warmup(perf_ctx_t *c, const perf_layout_t *l,
-                         const perf_bufs_t *b, const int on[2], int iters[2]) {
-    double spent = 0, step = 1;
-    while (!c->warmed && step > 0 && spent < FIRST_WARMUP_S) {
+static void warm(perf_ctx_t *c, const perf_layout_t *l, const perf_bufs_t *b,
+                 const int on[2], int iters[2]) {
+    double spent = 0, step;
+    do {
         step = warmup(c, l, b, on, iters);
         spent += step;
-    }
+    } while (!c->warmed && step > 0 && spent < FIRST_WARMUP_S);
     c->warmed = 1;
 }
 
@@ -996,8 +996,7 @@ static void measure(perf_ctx_t *c, const perf_layout_t *l, const perf_bufs_t *b,
     if (c->opts.pmpi && on[SIDE_HCOMM]) run_side(c, l, b, SIDE_HCOMM);
     if (on[SIDE_MPI])
         run_side(c, l, b, SIDE_MPI); /* the same one-off costs as the probe */
-    first_warmup(c, l, b, on, iters);
-    warmup(c, l, b, on, iters);
+    warm(c, l, b, on, iters);
     run_trials(c, l, b, on, iters, median_us);
     for (int side = 0; side < 2; side++) {
         const int check = c->opts.check && l->coll != PERF_BARRIER;

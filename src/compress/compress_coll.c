@@ -133,8 +133,8 @@ static hcomm_status_t run_onebit(const job_t *j, const float *in, float *out) {
     const float *v = res ? res : in;
     if (res) hcomm_cx_add(x, res, in, res, j->count);
     for (size_t p = 0; p < n; p++) {
-        size_t at = chunk_len(j, p) ? p * m : 0; /* none past the count */
-        hcomm_cx_onebit_encode(x, v + at, chunk_len(j, p), send + p * rb,
+        size_t len = chunk_len(j, p), at = len ? p * m : 0; /* none past */
+        hcomm_cx_onebit_encode(x, v + at, len, send + p * rb,
                                res ? res + at : NULL);
     }
     if (hcomm_cx_sync(x) == HCOMM_SUCCESS)

@@ -246,26 +246,25 @@ void hcomm_topk_add(float *out, const uint32_t *pairs, size_t k, size_t n) {
     }
 }
 
-/* A byte of signs and eight running sums at a time, so that the loops
- * vectorise; the order of the sums is fixed, so one input always gives one
- * scale. */
+/* The signs of x[0, len) (len <= 8) as a byte, |x| added to sum[j]:
+ * inlined with len 8, the loop vectorises. */
+ALWAYS_INLINE unsigned sign_byte(const float *x, unsigned len, double *sum) {
+    unsigned byte = 0;
+    for (unsigned j = 0; j < len; j++) {
+        sum[j] += fabs((double)x[j]);
+        byte |= (unsigned)(x[j] >= 0) << j;
+    }
+    return byte;
+}
+
+/* A byte of signs and eight running sums at a time; the order of the sums
+ * is fixed, so one input always gives one scale. */
 float hcomm_onebit_pack(const float *x, size_t n, uint8_t *bits) {
     double sum[8] = {0};
-    for (size_t at = 0; at < n; at += 8) {
-        unsigned byte = 0;
-        if (n - at >= 8) {
-            for (unsigned j = 0; j < 8; j++) {
-                sum[j] += fabs((double)x[at + j]);
-                byte |= (unsigned)(x[at + j] >= 0) << j;
-            }
-        } else {
-            for (unsigned j = 0; at + j < n; j++) {
-                sum[j] += fabs((double)x[at + j]);
-                byte |= (unsigned)(x[at + j] >= 0) << j;
-            }
-        }
-        bits[at / 8] = (uint8_t)byte;
-    }
+    for (size_t at = 0; at < n; at += 8)
+        bits[at / 8] =
+            (uint8_t)(n - at >= 8 ? sign_byte(x + at, 8, sum)
+                                  : sign_byte(x + at, (unsigned)(n - at), sum));
     double total = ((sum[0] + sum[1]) + (sum[2] + sum[3])) +
                    ((sum[4] + sum[5]) + (sum[6] + sum[7]));
     return n ? (float)(total / (double)n) : 0.0f;
