@@ -5,7 +5,7 @@
 set -u
 . "$(dirname "$0")/../mpi_env.sh"
 [ -n "$mpi_flags" ] || { echo "not Open MPI: skipped"; exit 77; }
-export HCOMM_TIMEOUT=20
+export HCOMM_TIMEOUT=5 # finalize waits this long for the dead rank
 # shellcheck disable=SC2086
 out=$(timeout 120 $MPIRUN --enable-recovery $mpi_flags -np 3 \
     "$top_builddir/test/integration/test_hang" kill 2>&1)

@@ -162,8 +162,8 @@ static void test_allreduce_hierarchical_rhd(void **state) {
                 check_allreduce(a, n, counts[c], (int)((c + how + 1) % 2), 804,
                                 c == 4);
             }
-            if (n <= 100) /* chunks of 64 KiB, many slots round */
-                check_allreduce(a, n, (1u << 20) + 3, how % 2, 64 << 10, 0);
+            if (n <= 100) /* chunks of 16 KiB, many slots round */
+                check_allreduce(a, n, (1u << 18) + 3, how % 2, 16 << 10, 0);
         }
     }
 }
@@ -187,7 +187,7 @@ static void test_bcast_hierarchical_tree(void **state) {
             size_t counts[] = {0, 1, 7, (size_t)n + 1};
             for (size_t c = 0; c < 4; c++)
                 check_bcast(a, n, (int)(c * 5) % n, counts[c], 8);
-            if (n <= 100) check_bcast(a, n, n / 2, (1u << 20) + 3, 64 << 10);
+            if (n <= 100) check_bcast(a, n, n / 2, (1u << 18) + 3, 16 << 10);
         }
     }
 }
