@@ -111,7 +111,8 @@ static hcomm_status_t make_transport(hcomm_comm_impl_t *c, int ucx_everywhere) {
                            "UCX"
 #endif
         );
-    if (use_ucx) return hcomm_ucx_tp_create(c->mpi_comm, c->id, &c->tp);
+    if (use_ucx)
+        return hcomm_ucx_tp_create(c->mpi_comm, c->id, c->topo, &c->tp);
     return hcomm_mpi_tp_create(c->mpi_comm, &c->tp);
 }
 

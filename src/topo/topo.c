@@ -147,9 +147,23 @@ static hcomm_status_t fill_local(hcomm_topo_t *t,
              ? copy_devs(on->gpus, on->ngpus, &t->gpus, &t->ngpus)
              : copy_devs(loc->gpus, loc->ngpus, &t->gpus, &t->ngpus);
     if (st != HCOMM_SUCCESS) return st;
-    return on && on->nnics >= 0
-               ? copy_devs(on->nics, on->nnics, &t->nics, &t->nnics)
-               : copy_devs(loc->nics, loc->nnics, &t->nics, &t->nnics);
+    if (!on || on->nnics < 0)
+        return copy_devs(loc->nics, loc->nnics, &t->nics, &t->nnics);
+    if ((st = copy_devs(on->nics, on->nnics, &t->nics, &t->nnics)) !=
+            HCOMM_SUCCESS ||
+        !on->nic_first)
+        return st;
+    /* only the NICs near this rank */
+    int world = -1, kept = 0;
+    PMPI_Comm_rank(MPI_COMM_WORLD, &world);
+    for (int i = 0; i < on->nnics; i++) {
+        int near = on->nic_first[i] == on->nic_first[i + 1];
+        for (int k = on->nic_first[i]; k < on->nic_first[i + 1]; k++)
+            near |= on->nic_ranks[k] == world;
+        if (near) t->nics[kept++] = on->nics[i];
+    }
+    t->nnics = kept;
+    return HCOMM_SUCCESS;
 }
 
 /* Every rank returns the same status: the worst one, with the lowest rank

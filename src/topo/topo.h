@@ -21,6 +21,9 @@
  * optional; any other key is an error (a misspelt "rank" or "gpu" would
  * otherwise silently change the map). A node's "gpus"/"nics" replace the
  * devices hwloc finds for its ranks; NUMA and socket still come from hwloc.
+ * A NIC may be {"name": "mlx5_1", "ranks": [1, 3]}: near those ranks of
+ * the node only, as hwloc finds a NIC near the ranks bound to its socket
+ * (multipath sends from each rank over its nearest NIC first).
  * An override node may not span two hosts that MPI sees as different nodes
  * (peers in one node must be able to share memory).
  */
@@ -105,11 +108,15 @@ static inline void hcomm_topo_hwloc_detect(hcomm_topo_local_t *out) {
 }
 #endif
 
-/* One node of an override file. ngpus/nnics -1: the file does not say. */
+/* One node of an override file. ngpus/nnics -1: the file does not say.
+ * NIC i is near the MPI_COMM_WORLD ranks nic_ranks[nic_first[i]] to
+ * nic_ranks[nic_first[i + 1] - 1], and near every rank of the node where
+ * that range is empty or nic_first is NULL (no NIC names its ranks). */
 typedef struct {
     char name[HCOMM_TOPO_NAME_LEN];
     int ngpus, nnics;
     hcomm_topo_dev_t *gpus, *nics;
+    int *nic_first, *nic_ranks;
 } hcomm_topo_onode_t;
 
 typedef struct {

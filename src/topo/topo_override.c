@@ -85,12 +85,50 @@ static int read_pci(const char *s, char out[HCOMM_TOPO_PCI_LEN]) {
     return 1;
 }
 
-/* "gpus" or "nics": an array of non-empty strings. */
-static hcomm_status_t read_devs(ctx_t *cx, json_t *node, const char *key,
-                                int *count, hcomm_topo_dev_t **out) {
+/* A device's name, into d. */
+static hcomm_status_t read_dev_name(ctx_t *cx, json_t *v, hcomm_topo_dev_t *d) {
+    const char *s = json_string_value(v);
+    if (!s) return bad(cx, "expected a string, got %s", type_name(v));
+    if (!s[0] || strlen(s) >= HCOMM_TOPO_NAME_LEN)
+        return bad(cx, "a device name needs 1 to %d characters",
+                   HCOMM_TOPO_NAME_LEN - 1);
+    snprintf(d->name, sizeof(d->name), "%s", s);
+    read_pci(s, d->pci);
+    return HCOMM_SUCCESS;
+}
+
+/* A NIC's "ranks": node's ranks, appended to n->nic_ranks[*used...]. */
+static hcomm_status_t read_nic_ranks(ctx_t *cx, json_t *ranks, int node,
+                                     const hcomm_topo_override_t *ov,
+                                     hcomm_topo_onode_t *n, int *used) {
+    size_t i;
+    json_t *v;
+    if (!json_is_array(ranks) || json_array_size(ranks) == 0 ||
+        json_array_size(ranks) > (size_t)ov->world_size)
+        return bad(cx, "\"ranks\" must be an array of 1 to %d ranks",
+                   ov->world_size);
+    json_array_foreach(ranks, i, v) {
+        json_int_t r = json_is_integer(v) ? json_integer_value(v) : -1;
+        if (r < 0 || r >= ov->world_size || ov->node_of[r] != node)
+            return bad(cx, "ranks[%zu] is not a rank of this node", i);
+        n->nic_ranks[(*used)++] = (int)r;
+    }
+    return HCOMM_SUCCESS;
+}
+
+/* "gpus" or "nics": an array of non-empty strings; a NIC may also be
+ * {"name": ..., "ranks": [...]}, near those ranks of the node only. */
+static hcomm_status_t read_devs(ctx_t *cx, json_t *node, int index,
+                                const hcomm_topo_override_t *ov,
+                                hcomm_topo_onode_t *n, const char *key) {
+    static const char *const known[] = {"name", "ranks", NULL};
+    int nics = strcmp(key, "nics") == 0, used = 0;
+    int *count = nics ? &n->nnics : &n->ngpus;
+    hcomm_topo_dev_t **out = nics ? &n->nics : &n->gpus;
     json_t *arr = json_object_get(node, key);
     size_t base = strlen(cx->where), i;
     json_t *v;
+    hcomm_status_t st;
     *count = -1;
     if (!arr) return HCOMM_SUCCESS;
     snprintf(cx->where + base, sizeof(cx->where) - base, ".%s", key);
@@ -104,14 +142,27 @@ static hcomm_status_t read_devs(ctx_t *cx, json_t *node, const char *key,
     json_array_foreach(arr, i, v) {
         snprintf(cx->where + base, sizeof(cx->where) - base, ".%s[%zu]", key,
                  i);
-        const char *s = json_string_value(v);
-        if (!s) return bad(cx, "expected a string, got %s", type_name(v));
-        if (!s[0] || strlen(s) >= HCOMM_TOPO_NAME_LEN)
-            return bad(cx, "a device name needs 1 to %d characters",
-                       HCOMM_TOPO_NAME_LEN - 1);
-        hcomm_topo_dev_t *d = &(*out)[i];
-        snprintf(d->name, sizeof(d->name), "%s", s);
-        read_pci(s, d->pci);
+        json_t *name = v, *ranks = NULL;
+        if (nics && json_is_object(v)) {
+            if ((st = only_keys(cx, v, known)) != HCOMM_SUCCESS) return st;
+            name = json_object_get(v, "name");
+            ranks = json_object_get(v, "ranks");
+            if (!name) return bad(cx, "the NIC has no \"name\"");
+        }
+        if ((st = read_dev_name(cx, name, &(*out)[i])) != HCOMM_SUCCESS)
+            return st;
+        if (ranks && !n->nic_first) { /* the first NIC that names ranks */
+            n->nic_first = calloc(json_array_size(arr) + 1, sizeof(int));
+            n->nic_ranks = malloc((size_t)ov->world_size *
+                                  json_array_size(arr) * sizeof(int));
+            if (!n->nic_first || !n->nic_ranks)
+                return hcomm_error(HCOMM_ERR_NO_MEMORY, "no memory for %s",
+                                   cx->file);
+        }
+        if (ranks && (st = read_nic_ranks(cx, ranks, index, ov, n, &used)) !=
+                         HCOMM_SUCCESS)
+            return st;
+        if (n->nic_first) n->nic_first[i + 1] = used;
     }
     *count = (int)json_array_size(arr);
     cx->where[base] = '\0';
@@ -172,10 +223,9 @@ static hcomm_status_t read_node(ctx_t *cx, json_t *node, int index,
         snprintf(n->name, sizeof(n->name), "node%d", index);
     }
     if ((st = read_ranks(cx, node, index, ov)) != HCOMM_SUCCESS) return st;
-    if ((st = read_devs(cx, node, "gpus", &n->ngpus, &n->gpus)) !=
-        HCOMM_SUCCESS)
+    if ((st = read_devs(cx, node, index, ov, n, "gpus")) != HCOMM_SUCCESS)
         return st;
-    return read_devs(cx, node, "nics", &n->nnics, &n->nics);
+    return read_devs(cx, node, index, ov, n, "nics");
 }
 
 /* Every rank on exactly one node: report the first few missing. */
@@ -252,6 +302,8 @@ void hcomm_topo_override_free(hcomm_topo_override_t *ov) {
     for (int n = 0; ov->nodes && n < ov->nnodes; n++) {
         free(ov->nodes[n].gpus);
         free(ov->nodes[n].nics);
+        free(ov->nodes[n].nic_first);
+        free(ov->nodes[n].nic_ranks);
     }
     free(ov->nodes);
     free(ov->node_of);

@@ -109,14 +109,15 @@ static inline void ucx_set_memory_type(ucp_request_param_t *p, uint8_t mem) {
         mem == HCOMM_TP_MEM_CUDA ? UCS_MEMORY_TYPE_CUDA : UCS_MEMORY_TYPE_HOST;
 }
 
-/* The rail of a message to or from peer (ucx_rails.h), -1 for the
- * process-wide worker; kept in req->part for cancel. */
-static inline int ucx_rail(const hcomm_ucx_comm_t *c, int peer,
-                           hcomm_tag_t tag) {
+/* The rail of a message of bytes between peer and this rank, sent by
+ * sender (ucx_rails.h), -1 for the process-wide worker; kept in req->part
+ * for cancel. */
+static inline int ucx_rail(const hcomm_ucx_comm_t *c, int peer, int sender,
+                           hcomm_tag_t tag, size_t bytes) {
     if (__builtin_expect(!c->nrails, 1) ||
         !c->rail_eps[(size_t)peer * (size_t)c->nrails])
         return -1;
-    return c->pattern[hcomm_ucx_rail_slot(tag)];
+    return hcomm_ucx_rail_of(c->pattern, tag, bytes, c->rail_near[sender]);
 }
 
 static inline ucp_worker_h ucx_req_worker(const hcomm_ucx_comm_t *c,
@@ -139,7 +140,7 @@ static hcomm_status_t ucx_isend(hcomm_tp_t *tp, int peer, const void *buf,
     req->handle = NULL;
     req->handle_store = 0;
 
-    req->part = ucx_rail(c, peer, tag);
+    req->part = ucx_rail(c, peer, tp->rank, tag, bytes);
 
     p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
     p.cb.send = ucx_send_cb;
@@ -174,7 +175,7 @@ static hcomm_status_t ucx_irecv(hcomm_tp_t *tp, int peer, void *buf,
     req->status = HCOMM_SUCCESS;
     req->handle = NULL;
     req->handle_store = (uint64_t)bytes << HCOMM_UCX_RS_LEN_SHIFT;
-    req->part = ucx_rail(c, peer, tag);
+    req->part = ucx_rail(c, peer, peer, tag, bytes);
 
     p.op_attr_mask = c->recv_attr;
     p.cb.recv = ucx_recv_cb;

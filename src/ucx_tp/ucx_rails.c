@@ -8,6 +8,7 @@
 #include "core/clock.h"
 #include "core/config.h"
 #include "core/log.h"
+#include "topo/topo.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -359,8 +360,69 @@ static hcomm_status_t weigh_rails(MPI_Comm comm, hcomm_ucx_comm_t *c, int rank,
     return HCOMM_SUCCESS;
 }
 
+/* Does the UCX device dev ("mlx5_0:1", "eth0") name the topology's NIC
+ * nic ("mlx5_0/ib0", "eth0": hwloc's OS devices, '/' between them)? */
+static int names_nic(const char *dev, const char *nic) {
+    size_t len = strcspn(dev, ":");
+    for (const char *p = nic; *p;) {
+        size_t n = strcspn(p, "/");
+        if (n == len && strncmp(p, dev, len) == 0) return 1;
+        p += n + (p[n] == '/');
+    }
+    return 0;
+}
+
+/* The first rail over a NIC near this rank, where such NICs carry some
+ * rails but not all (an unbound rank is near every NIC); else -1. */
+static int nearest_rail(const hcomm_topo_t *topo, int nrails) {
+    int first = -1, near = 0;
+    for (int r = 0; topo && r < nrails; r++) {
+        int is_near = 0;
+        for (int i = 0; i < topo->nnics && !is_near; i++)
+            is_near = names_nic(R.dev[r], topo->nics[i].name);
+        if (is_near && first < 0) first = r;
+        near += is_near;
+    }
+    return near < nrails ? first : -1;
+}
+
+/* c->rail_near: every rank's nearest rail (-1: none, or a rail without
+ * slots, too slow to use). Collective; every rank returns alike. */
+static hcomm_status_t share_nearest(MPI_Comm comm, hcomm_ucx_comm_t *c,
+                                    int rank, const hcomm_topo_t *topo) {
+    int *near = malloc((size_t)c->size * sizeof(int));
+    c->rail_near = malloc((size_t)c->size);
+    int v = (int)(near && c->rail_near
+                      ? HCOMM_SUCCESS
+                      : hcomm_error(HCOMM_ERR_NO_MEMORY, "ucx: rails"));
+    hcomm_status_t st = hcomm_ucx_agree(comm, &v, 1);
+    if (st == HCOMM_SUCCESS) {
+        near[rank] = nearest_rail(topo, c->nrails);
+        if (PMPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, near, 1, MPI_INT,
+                           comm) != MPI_SUCCESS)
+            st = hcomm_error(HCOMM_ERR_TRANSPORT, "ucx: PMPI_Allgather failed");
+    }
+    if (st != HCOMM_SUCCESS) {
+        free(near);
+        return st;
+    }
+    for (int i = 0; i < c->size; i++) {
+        int used = 0;
+        for (int s = 0; near[i] >= 0 && s < HCOMM_UCX_RAIL_SLOTS; s++)
+            used |= c->pattern[s] == near[i];
+        c->rail_near[i] = (int8_t)(used ? near[i] : -1);
+    }
+    if (c->rail_near[rank] >= 0)
+        hcomm_info("ucx: rank %d: rail %d (%s) is its nearest: collective "
+                   "messages of up to %zu bytes take it",
+                   rank, near[rank], R.dev[near[rank]], HCOMM_UCX_NEAR_BYTES);
+    free(near);
+    return HCOMM_SUCCESS;
+}
+
 hcomm_status_t hcomm_ucx_rails_setup(MPI_Comm comm, hcomm_ucx_comm_t *c,
                                      int rank, const int *world, int nrails,
+                                     const hcomm_topo_t *topo,
                                      int thread_multiple, double timeout) {
     int size = c->size, spans = 0, v[2];
     char *remote = malloc((size_t)size), *all = NULL;
@@ -422,11 +484,15 @@ hcomm_status_t hcomm_ucx_rails_setup(MPI_Comm comm, hcomm_ucx_comm_t *c,
     c->nrails = nrails;
     for (int r = 0; r < nrails; r++)
         c->rail_worker[r] = R.worker[r];
-    st = weigh_rails(comm, c, rank, remote, timeout);
+    v[0] = (int)weigh_rails(comm, c, rank, remote, timeout);
+    if ((st = hcomm_ucx_agree(comm, v, 1)) == HCOMM_SUCCESS)
+        st = share_nearest(comm, c, rank, topo);
 out:
     if (st != HCOMM_SUCCESS || !c->nrails) {
         free(c->rail_eps);
+        free(c->rail_near);
         c->rail_eps = NULL;
+        c->rail_near = NULL;
         c->nrails = 0;
     }
     free(all);

@@ -6,7 +6,16 @@
  * each message whole over one rail picked from its tag by a pattern of
  * HCOMM_UCX_RAIL_SLOTS slots that both sides compute alike from the rails'
  * weights. A message's tag picks the same rail on both sides, and messages
- * with one tag keep one rail, so the per-(peer, tag) order holds. The
+ * with one tag keep one rail, so the per-(peer, tag) order holds. Where
+ * a rank has a nearest rail (its NICs in the topology, from hwloc or the
+ * override file, name some rails but not all), the collectives' messages
+ * it sends of up to HCOMM_UCX_NEAR_BYTES take that rail: their time is
+ * latency, which a NIC across the socket link adds to, and spreading them
+ * gains nothing; longer ones (a large call's chunks) spread by the
+ * weights. Both sides know a collective message's length (a receive of
+ * another length fails as a mismatch, here as a timeout where the two
+ * lengths pick different rails); a point-to-point receive may be longer
+ * than its message, so those always spread. The
  * weights are bandwidths measured once per process, between the first two
  * nodes of the first communicator that spans nodes (ucx_tp.c), and shared
  * from its rank 0; a rail much slower than the others gets no slot.
@@ -16,6 +25,8 @@
 #define HCOMM_UCX_RAILS_H
 
 #include "ucx_tp/ucx_tag.h"
+
+struct hcomm_topo; /* topo/topo.h */
 
 typedef struct {
     int n;       /* rails open: 0 until hcomm_ucx_rails_open */
@@ -65,11 +76,18 @@ void hcomm_ucx_rail_pattern(const double *weight, int n, uint8_t *pattern);
  * rank returns alike. */
 hcomm_status_t hcomm_ucx_rails_setup(MPI_Comm comm, hcomm_ucx_comm_t *c,
                                      int rank, const int *world, int nrails,
+                                     const struct hcomm_topo *topo,
                                      int thread_multiple, double timeout);
 
-/* The rail slot of a message's tag: alike on sender and receiver. */
-static inline unsigned hcomm_ucx_rail_slot(hcomm_tag_t t) {
-    return (t.seq + t.step) % HCOMM_UCX_RAIL_SLOTS;
+#define HCOMM_UCX_NEAR_BYTES ((size_t)16 << 10)
+
+/* The rail of a message of bytes with tag t from a sender whose nearest
+ * rail is near (-1: none): alike on sender and receiver. */
+static inline int hcomm_ucx_rail_of(const uint8_t *pattern, hcomm_tag_t t,
+                                    size_t bytes, int near) {
+    if (near >= 0 && t.kind == HCOMM_TAG_COLL && bytes <= HCOMM_UCX_NEAR_BYTES)
+        return near;
+    return pattern[(t.seq + t.step) % HCOMM_UCX_RAIL_SLOTS];
 }
 
 #endif

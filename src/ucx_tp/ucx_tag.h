@@ -96,6 +96,7 @@ typedef struct hcomm_ucx_comm {
      * ranks of this node) and the rail of each tag slot. */
     int nrails;
     uint8_t pattern[HCOMM_UCX_RAIL_SLOTS];
+    int8_t *rail_near; /* [size]: each rank's nearest rail, -1 for none */
     ucp_worker_h rail_worker[HCOMM_UCX_MAX_RAILS];
     ucp_ep_h *rail_eps;
     ucp_ep_h eps[]; /* by rank in the communicator, self included */

@@ -413,6 +413,7 @@ static hcomm_status_t ucx_connect_locked(hcomm_ucx_comm_t *c, int size,
 }
 
 hcomm_status_t hcomm_ucx_tp_create(MPI_Comm comm, uint16_t comm_id,
+                                   const struct hcomm_topo *topo,
                                    hcomm_tp_t **out) {
     hcomm_tp_t *tp = NULL;
     hcomm_ucx_comm_t *c = NULL;
@@ -520,7 +521,7 @@ ready:
     c->recv_attr = g.recv_attr;
     if (nrails >= 2 &&
         (st = hcomm_ucx_rails_setup(
-             comm, c, rank, world, nrails, g.thread_multiple,
+             comm, c, rank, world, nrails, topo, g.thread_multiple,
              hcomm_cfg_double(HCOMM_CFG_TIMEOUT))) != HCOMM_SUCCESS)
         goto out;
     tp->ops = &hcomm_ucx_ops;
@@ -550,6 +551,7 @@ out:
 void hcomm_ucx_tp_destroy(hcomm_tp_t *tp) {
     if (tp == NULL) return;
     free(((hcomm_ucx_comm_t *)tp->priv)->rail_eps);
+    free(((hcomm_ucx_comm_t *)tp->priv)->rail_near);
     free(tp->priv);
     free(tp);
 }

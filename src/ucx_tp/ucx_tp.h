@@ -20,6 +20,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+struct hcomm_topo; /* topo/topo.h */
+
 #ifdef HAVE_UCX
 
 /* Creates the UCP context (UCP_FEATURE_TAG) and the worker (thread mode
@@ -41,8 +43,11 @@ int hcomm_ucx_available(void);
 /* Collective over comm (an intracommunicator of at most 2^20 ranks whose
  * processes are all in MPI_COMM_WORLD). comm_id must be the same on every
  * rank and distinct among the communicators alive at the same time (only
- * its 16 bits exist in the tag). Every rank returns the same status. */
+ * its 16 bits exist in the tag). topo: the communicator's topology, whose
+ * NICs near this rank multipath uses first (NULL: none known). Every rank
+ * returns the same status. */
 hcomm_status_t hcomm_ucx_tp_create(MPI_Comm comm, uint16_t comm_id,
+                                   const struct hcomm_topo *topo,
                                    hcomm_tp_t **out);
 
 /* Number of endpoints in the process-wide cache (for tests). */
@@ -64,10 +69,13 @@ static inline void hcomm_ucx_finalize(void) {}
 static inline int hcomm_ucx_available(void) {
     return 0;
 }
-static inline hcomm_status_t
-hcomm_ucx_tp_create(MPI_Comm comm, uint16_t comm_id, hcomm_tp_t **out) {
+static inline hcomm_status_t hcomm_ucx_tp_create(MPI_Comm comm,
+                                                 uint16_t comm_id,
+                                                 const struct hcomm_topo *topo,
+                                                 hcomm_tp_t **out) {
     (void)comm;
     (void)comm_id;
+    (void)topo;
     (void)out;
     return HCOMM_ERR_UNSUPPORTED;
 }

@@ -400,14 +400,15 @@ int main(int argc, char **argv) {
     level = hcomm_log_level;
     hcomm_log_level = HCOMM_LOG_NONE; /* expected errors */
     CHECK(!hcomm_ucx_available() &&
-              hcomm_ucx_tp_create(MPI_COMM_WORLD, 1, &tmp) ==
+              hcomm_ucx_tp_create(MPI_COMM_WORLD, 1, NULL, &tmp) ==
                   HCOMM_ERR_NOT_INITIALIZED &&
               tmp == NULL,
           "create before init");
     st = hcomm_ucx_init(mt);
-    CHECK(hcomm_ucx_tp_create(MPI_COMM_WORLD, 1, NULL) == HCOMM_ERR_INVALID_ARG,
+    CHECK(hcomm_ucx_tp_create(MPI_COMM_WORLD, 1, NULL, NULL) ==
+              HCOMM_ERR_INVALID_ARG,
           "create with out == NULL");
-    CHECK(hcomm_ucx_tp_create(MPI_COMM_NULL, 1, &tmp) ==
+    CHECK(hcomm_ucx_tp_create(MPI_COMM_NULL, 1, NULL, &tmp) ==
                   HCOMM_ERR_INVALID_COMM &&
               tmp == NULL,
           "create on MPI_COMM_NULL");
@@ -421,21 +422,22 @@ int main(int argc, char **argv) {
     MPI_Comm_dup(MPI_COMM_WORLD, &dup);
     /* the split first: the world then meets the other half for the first
      * time (address exchange for some ranks), the dup meets nobody new */
-    CHECK(hcomm_ucx_tp_create(split, 2, &tps) == 0, "create split");
+    CHECK(hcomm_ucx_tp_create(split, 2, NULL, &tps) == 0, "create split");
     if (tps == NULL) MPI_Abort(MPI_COMM_WORLD, 1);
     CHECK(hcomm_ucx_num_endpoints() == tps->size, "endpoints %d, split %d",
           hcomm_ucx_num_endpoints(), tps->size);
-    CHECK(hcomm_ucx_tp_create(MPI_COMM_WORLD, 1, &tpw) == 0, "create world");
+    CHECK(hcomm_ucx_tp_create(MPI_COMM_WORLD, 1, NULL, &tpw) == 0,
+          "create world");
     CHECK(hcomm_ucx_num_endpoints() == size, "endpoints %d, world size %d",
           hcomm_ucx_num_endpoints(), size);
-    CHECK(hcomm_ucx_tp_create(dup, 0xffff, &tpd) == 0, "create dup");
+    CHECK(hcomm_ucx_tp_create(dup, 0xffff, NULL, &tpd) == 0, "create dup");
     if (tpw == NULL || tpd == NULL) MPI_Abort(MPI_COMM_WORLD, 1);
     CHECK(tpw->rank == g_rank && tpw->size == size, "world rank/size");
     CHECK(tps->size == (size + 1 - g_rank % 2) / 2, "split size %d", tps->size);
     CHECK(tps->rank == tps->size - 1 - g_rank / 2, "split rank %d", tps->rank);
     for (int i = 0; i < 50; i++) { /* many communicators, no new endpoints */
         CHECK(hcomm_ucx_tp_create(i % 2 ? split : MPI_COMM_WORLD,
-                                  (uint16_t)(100 + i), &tmp) == 0,
+                                  (uint16_t)(100 + i), NULL, &tmp) == 0,
               "create #%d", i);
         if (tmp != NULL) tmp->ops->destroy(tmp);
         tmp = NULL;

@@ -1,4 +1,5 @@
-/* For test/multinode/link_down.sh: 1 MiB allreduces back to back for
+/* For test/multinode/link_down.sh: 1 MiB allreduces (or
+ * HCOMM_TEST_LOOP_COUNT floats) back to back for
  * HCOMM_TEST_LOOP_SECONDS (default 20) or until one fails, while the
  * script takes a link down. Rank 0 says "link_loop: running" on stderr
  * once a first call has succeeded; every rank then says how many calls it
@@ -26,9 +27,10 @@ static double now(void) {
 }
 
 int main(int argc, char **argv) {
-    enum { COUNT = 1 << 18 };
     const char *s = getenv("HCOMM_TEST_LOOP_SECONDS");
     double seconds = s ? atof(s) : 20.0;
+    s = getenv("HCOMM_TEST_LOOP_COUNT");
+    const int COUNT = s && atoi(s) >= 2 ? atoi(s) : 1 << 18;
     int rank, size;
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);

@@ -7,6 +7,10 @@
 #    the proportion of their rates (eth0 carries 2/3 of host 0's bytes,
 #    measured at its devices' counters; the bound is loose, as the rates
 #    are measured on a shared machine).
+#  - with an override file that makes eth1 the NIC nearest to every rank
+#    (hwloc would, for ranks bound to its socket), 4 KiB allreduces leave
+#    host 0 over eth1 (collective messages of up to 16 KiB take the
+#    sender's nearest rail), though eth0 is the faster.
 # Skipped as netns.sh is.
 set -u
 : "${top_builddir:=.}"
@@ -16,7 +20,7 @@ log=$(mktemp)
 trap 'hosts_cleanup; rm -f "$log"' EXIT
 set -- $hosts
 failed=0
-run() { # HOST0 HOST1 PROGRAM
+run() { # HOST0 HOST1 [mpirun options] PROGRAM
     spec="$1:2,$2:2"
     shift 2
     hosts_mpirun 300 "$spec" 4 -x UCX_TLS=tcp,self \
@@ -45,6 +49,34 @@ share=$(((b0 - a0) * 1000 / (b0 - a0 + b1 - a1 + 1)))
 echo "host 0 sent $(((b0 - a0) >> 20)) MiB on eth0 (400 Mbit/s), $(((b1 - a1) >> 20)) MiB on eth1 (200 Mbit/s): eth0 ${share} per mille"
 if [ "$share" -lt 550 ] || [ "$share" -gt 850 ]; then
     echo "FAILED: eth0's share is not about 2/3"
+    failed=1
+fi
+
+echo "== 4 KiB allreduces for 4 s, eth1 the nearest NIC of every rank"
+topo=$(mktemp)
+cat >"$topo" <<EOF
+{"nodes": [{"ranks": [0, 1], "nics": [{"name": "eth1", "ranks": [0, 1]}]},
+           {"ranks": [2, 3], "nics": [{"name": "eth1", "ranks": [2, 3]}]}]}
+EOF
+a0=$(tx "$1" eth0) a1=$(tx "$1" eth1)
+run "$1" "$2" -x HCOMM_OVERRIDE_TOPO="$topo" -x HCOMM_TEST_LOOP_COUNT=1024 \
+    "$top_builddir/test/multinode/link_loop" ||
+    { echo "FAILED: link_loop with the nearest NIC"; failed=1; }
+b0=$(tx "$1" eth0) b1=$(tx "$1" eth1)
+rm -f "$topo"
+near=$(grep -c "rail 1 (eth1) is its nearest" "$log")
+[ "$near" -eq 4 ] ||
+    { echo "FAILED: $near of 4 ranks took eth1 as their nearest rail"; failed=1; }
+# Less the rails' weighing, which sends 3 x 4 MiB on each from rank 0
+# first (MPI's few bytes on eth0 stay in).
+probe=$((12 << 20))
+s0=$((b0 - a0 - probe)) s1=$((b1 - a1 - probe))
+[ "$s0" -gt 0 ] || s0=0
+[ "$s1" -gt 0 ] || s1=0
+share=$((s1 * 1000 / (s0 + s1 + 1)))
+echo "host 0 sent $((s0 >> 10)) KiB on eth0, $((s1 >> 10)) KiB on eth1 besides the weighing: eth1 ${share} per mille"
+if [ "$share" -lt 750 ]; then
+    echo "FAILED: the small messages did not keep to eth1"
     failed=1
 fi
 exit $failed

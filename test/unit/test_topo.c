@@ -298,6 +298,51 @@ static void test_override_keys(void **state) {
           "nodes[1]", "node name \"a\" is used twice", NULL);
 }
 
+/* A NIC near some ranks of its node only: {"name", "ranks"}, beside plain
+ * names (near every rank); the ranks must be the node's. */
+static void test_override_nic_ranks(void **state) {
+    (void)state;
+    hcomm_topo_override_t ov;
+    const char *p =
+        file("{\"nodes\": [{\"ranks\": [0, 1, 2], \"nics\": [\"eth9\", "
+             "{\"name\": \"eth0\", \"ranks\": [2, 0]}, "
+             "{\"name\": \"eth1\", \"ranks\": [1]}]}, "
+             "{\"ranks\": [3], \"nics\": [\"eth0\", \"eth1\"]}]}");
+    assert_int_equal(hcomm_topo_override_load(p, 4, &ov), HCOMM_SUCCESS);
+    const hcomm_topo_onode_t *n = &ov.nodes[0];
+    assert_int_equal(n->nnics, 3);
+    assert_string_equal(n->nics[1].name, "eth0");
+    assert_non_null(n->nic_first);
+    const int first[] = {0, 0, 2, 3}, ranks[] = {2, 0, 1};
+    for (int i = 0; i < 4; i++)
+        assert_int_equal(n->nic_first[i], first[i]);
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(n->nic_ranks[i], ranks[i]);
+    assert_null(ov.nodes[1].nic_first); /* every NIC near every rank */
+    hcomm_topo_override_free(&ov);
+
+    fails(4,
+          "{\"nodes\": [{\"ranks\": [0, 1], \"nics\": [{\"name\": "
+          "\"eth0\", \"ranks\": [3]}]}, {\"ranks\": [2, 3]}]}",
+          "nodes[0].nics[0]", "ranks[0] is not a rank of this node", NULL);
+    fails(2,
+          "{\"nodes\": [{\"ranks\": [0, 1], \"nics\": [{\"ranks\": "
+          "[0]}]}]}",
+          "nodes[0].nics[0]", "has no \"name\"", NULL);
+    fails(2,
+          "{\"nodes\": [{\"ranks\": [0, 1], \"nics\": [{\"name\": "
+          "\"eth0\", \"ranks\": []}]}]}",
+          "nodes[0].nics[0]", "array of 1 to 2 ranks", NULL);
+    fails(2,
+          "{\"nodes\": [{\"ranks\": [0, 1], \"nics\": [{\"name\": "
+          "\"eth0\", \"rank\": [0]}]}]}",
+          "nodes[0].nics[0]", "unknown key \"rank\"", NULL);
+    fails(2,
+          "{\"nodes\": [{\"ranks\": [0, 1], \"gpus\": [{\"name\": "
+          "\"cuda0\"}]}]}",
+          "nodes[0].gpus[0]", "expected a string, got an object", NULL);
+}
+
 /* Device strings that hold a PCI bus id ("dddd:bb:dd.f", hex) fill pci
  * too; nothing else does, and nothing is written past either field. A
  * string of leading blanks and an id passed sscanf's "%4x" and was then
@@ -375,6 +420,7 @@ int main(void) {
         cmocka_unit_test(test_override_types),
         cmocka_unit_test(test_override_empty),
         cmocka_unit_test(test_override_keys),
+        cmocka_unit_test(test_override_nic_ranks),
         cmocka_unit_test(test_override_pci),
         cmocka_unit_test(test_override_no_file),
     };
