@@ -68,7 +68,8 @@ static const cfg_entry_t table[HCOMM_CFG_COUNT] = {
      "Path of a JSON file stating the nodes in place of the detected ones: "
      "`{\"nodes\": [{\"name\": \"n0\", \"ranks\": [0, 1], \"gpus\": "
      "[...], \"nics\": [...]}, ...]}` with every MPI_COMM_WORLD rank once; "
-     "name, gpus and nics optional, other keys an error."},
+     "name, gpus and nics optional, other keys an error; a NIC may be "
+     "`{\"name\": ..., \"ranks\": [...]}` (near those ranks only)."},
     {"HCOMM_SHM_SLOT_SIZE", CFG_SIZE, "256K", NULL,
      "Bytes each rank stages per round in the node's shared segment (two "
      "slots per rank); 0 turns the shared-memory path off."},
@@ -149,7 +150,8 @@ static const cfg_entry_t table[HCOMM_CFG_COUNT] = {
      "1: messages between nodes spread over every network device of the "
      "node (those UCX_NET_DEVICES names, where it names several), in "
      "proportion to each one's bandwidth measured at the first communicator "
-     "across nodes; 0: UCX picks."},
+     "across nodes, a rank's collective messages of up to 16 KiB over its "
+     "nearest device (where some are nearer than others); 0: UCX picks."},
     {"HCOMM_SOCKET_THREADS", CFG_INT, "1", NULL,
      "With multipath, the connections (UCX contexts) per network device, 1 "
      "to 8 in all."},
