@@ -19,7 +19,8 @@
 # communicators, equally often: doing so on some ranks only would hang),
 # left_to_mpi= (MPI_* that no rank
 # takes from 2 ranks on), none_ranks= (the rank counts of the pass-through
-# run; default every one), limit= (seconds each run may take; default 600:
+# run; default 1 and 2: it checks that nothing is taken, a third of a
+# test's time at each count), limit= (seconds each run may take; default 600:
 # a hang fails). HCOMM_TEST_RANKS, when set, replaces every spec's rank
 # counts (CI uses it where MPI is slow when oversubscribed).
 # HCOMM_TEST_PRELOAD_FIRST, when set, goes before libhcomm_mpi.so in
@@ -28,7 +29,7 @@ set -u
 spec=$1
 program= ranks="1 2 3 4 5" args= fortran= stats=1 compare=yes
 expect_taken= expect_calls= mpi_transport_ranks= window= window_ranks=
-same_taken= left_to_mpi= limit=600 none_ranks=
+same_taken= left_to_mpi= limit=600 none_ranks="1 2"
 . "$spec"
 ranks=${HCOMM_TEST_RANKS:-$ranks}
 . "$(dirname "$0")/../max_ranks.sh"
@@ -143,7 +144,7 @@ for n in $ranks; do
     run preload "$lib_env $(setenv HCOMM_TEST_EXPECT_HCOMM 1)" || continue
     before=$failed
     : >"$tmp/none.stats"
-    case " ${none_ranks:-$n} " in
+    case " $none_ranks " in
     *" $n "*)
         run none "$lib_env $(setenv HCOMM_MPI_INTERCEPT none)" || continue
         same_as_plain none

@@ -17,7 +17,11 @@ set -- $hosts
 timeout_s=5
 
 failed=0
-for devices in eth1 eth0,eth1; do
+# Under the sanitizers (CI's HCOMM_TEST_SANITIZER pass) the rails only:
+# one device fails the same way, through less of HCOMM's code.
+devices_list="eth1 eth0,eth1"
+[ "${HCOMM_TEST_SANITIZER:-0}" = 0 ] || devices_list=eth0,eth1
+for devices in $devices_list; do
     echo "== UCX_NET_DEVICES=$devices"
     ip -n "$2" link set eth1 up
     start=$(date +%s)
