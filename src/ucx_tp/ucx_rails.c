@@ -172,7 +172,7 @@ hcomm_status_t hcomm_ucx_rails_open(int thread_multiple, int world_size) {
 void hcomm_ucx_rails_close_eps(void) {
     ucp_request_param_t p = {.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS,
                              .flags = 0}; /* flush: our sends arrive first */
-    double deadline = hcomm_now_seconds() + 10;
+    double deadline = hcomm_now_seconds() + hcomm_ucx_close_seconds();
     for (int r = 0; r < R.n; r++)
         for (int i = 0; R.eps[r] && i < R.neps; i++) {
             ucp_ep_h ep = R.eps[r][i];

@@ -136,6 +136,9 @@ hcomm_status_t hcomm_ucx_agree(MPI_Comm comm, int *vals, int n);
 void hcomm_ucx_lock(void);
 void hcomm_ucx_unlock(void);
 int hcomm_ucx_world_size(void);
+/* How long finalize waits for its endpoints' closes (a flush over a link
+ * that went down never ends): HCOMM_TIMEOUT, at most 10 s. */
+double hcomm_ucx_close_seconds(void);
 /* Frees the per-communicator state; the endpoints stay in the cache. */
 void hcomm_ucx_tp_destroy(hcomm_tp_t *tp);
 

@@ -21,8 +21,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define HCOMM_UCX_CLOSE_TIMEOUT_S 10.0 /* for all closes */
-#define HCOMM_UCX_QUIESCE_S 1.0        /* with abandoned ops */
+double hcomm_ucx_close_seconds(void) {
+    double t = hcomm_cfg_double(HCOMM_CFG_TIMEOUT);
+    return t < 10.0 ? t : 10.0;
+}
+#define HCOMM_UCX_QUIESCE_S 1.0 /* with abandoned ops */
 
 /* Process-wide state. lock guards all of it during init, finalize and
  * transport creation; the data path only reads worker and the endpoints,
@@ -231,7 +234,7 @@ static void ucx_quiesce(void) {
 
 /* Flush-closes every cached endpoint, all in flight at once. */
 static void ucx_close_eps(void) {
-    double deadline = hcomm_now_seconds() + HCOMM_UCX_CLOSE_TIMEOUT_S;
+    double deadline = hcomm_now_seconds() + hcomm_ucx_close_seconds();
     void **reqs = g.neps > 0 ? calloc((size_t)g.neps, sizeof *reqs) : NULL;
     ucp_request_param_t p;
     ucs_status_ptr_t sp;

@@ -14,7 +14,7 @@ hosts_start 10.22 hd$(($$ % 100000)) 2 2
 log=$(mktemp)
 trap 'hosts_cleanup; rm -f "$log"' EXIT
 set -- $hosts
-timeout_s=5
+timeout_s=3
 
 failed=0
 # Under the sanitizers (CI's HCOMM_TEST_SANITIZER pass) the rails only:
