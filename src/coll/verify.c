@@ -17,12 +17,18 @@ typedef struct lb_msg {
     struct lb_msg *next;
 } lb_msg_t;
 
+/* Messages in posting order; tail: the last one's next (or &head), so
+ * that a plan of thousands of pipelined messages appends in O(1). */
+typedef struct {
+    lb_msg_t *head, **tail;
+} lb_queue_t;
+
 typedef struct {
     int n;
     const int *node_of;  /* NULL: one node */
     uint64_t cross_node; /* bytes sent between nodes */
-    lb_msg_t **sends;    /* per destination, in posting order */
-    lb_msg_t **recvs;    /* per destination, in posting order */
+    lb_queue_t *sends;   /* per destination */
+    lb_queue_t *recvs;   /* per destination */
     unsigned long events;
     char err[256];
 } lb_world_t;
@@ -36,23 +42,23 @@ static int same_tag(hcomm_tag_t a, hcomm_tag_t b) {
     return a.kind == b.kind && a.seq == b.seq && a.step == b.step;
 }
 
-/* Removes and returns the first message in *list from src with tag. */
-static lb_msg_t *take(lb_msg_t **list, int src, hcomm_tag_t tag) {
-    for (; *list; list = &(*list)->next) {
-        lb_msg_t *m = *list;
+/* Removes and returns the first message in q from src with tag. */
+static lb_msg_t *take(lb_queue_t *q, int src, hcomm_tag_t tag) {
+    for (lb_msg_t **link = &q->head; *link; link = &(*link)->next) {
+        lb_msg_t *m = *link;
         if (m->src == src && same_tag(m->tag, tag)) {
-            *list = m->next;
+            *link = m->next;
+            if (q->tail == &m->next) q->tail = link;
             return m;
         }
     }
     return NULL;
 }
 
-static void append(lb_msg_t **list, lb_msg_t *m) {
-    while (*list)
-        list = &(*list)->next;
+static void append(lb_queue_t *q, lb_msg_t *m) {
     m->next = NULL;
-    *list = m;
+    *q->tail = m;
+    q->tail = &m->next;
 }
 
 static hcomm_status_t deliver(lb_world_t *w, lb_msg_t *send, lb_msg_t *recv) {
@@ -144,12 +150,12 @@ static void free_list(lb_msg_t *m) {
 
 static void describe_leftovers(lb_world_t *w) {
     for (int r = 0; r < w->n; r++) {
-        lb_msg_t *m = w->sends[r] ? w->sends[r] : w->recvs[r];
+        lb_msg_t *m = w->sends[r].head ? w->sends[r].head : w->recvs[r].head;
         if (!m) continue;
         snprintf(w->err, sizeof(w->err),
                  "unmatched %s: rank %d -> rank %d, %zu bytes, tag %u",
-                 w->sends[r] ? "send" : "receive", m->src, m->dst, m->bytes,
-                 (unsigned)m->tag.step);
+                 w->sends[r].head ? "send" : "receive", m->src, m->dst,
+                 m->bytes, (unsigned)m->tag.step);
         return;
     }
 }
@@ -306,8 +312,8 @@ hcomm_status_t hcomm_verify_run(const hcomm_verify_args_t *a, char *err,
     err[0] = '\0';
     v.world.n = n;
     v.world.node_of = a->node_of;
-    v.world.sends = calloc((size_t)n, sizeof(lb_msg_t *));
-    v.world.recvs = calloc((size_t)n, sizeof(lb_msg_t *));
+    v.world.sends = calloc((size_t)n, sizeof(lb_queue_t));
+    v.world.recvs = calloc((size_t)n, sizeof(lb_queue_t));
     v.ranks = calloc((size_t)n, sizeof(*v.ranks));
     v.plans = calloc((size_t)n, sizeof(*v.plans));
     v.execs = calloc((size_t)n, sizeof(*v.execs));
@@ -316,6 +322,10 @@ hcomm_status_t hcomm_verify_run(const hcomm_verify_args_t *a, char *err,
     if (!v.world.sends || !v.world.recvs || !v.ranks || !v.plans || !v.execs ||
         !v.started || !v.send_copies)
         goto out;
+    for (int r = 0; r < n; r++) {
+        v.world.sends[r].tail = &v.world.sends[r].head;
+        v.world.recvs[r].tail = &v.world.recvs[r].head;
+    }
     if (!a->inplace) {
         for (int r = 0; r < n; r++) {
             size_t send_bytes = esize * buffer_count(a, r, 1);
@@ -341,8 +351,8 @@ out:
         if (v.started && v.started[r]) hcomm_exec_finish(&v.execs[r]);
         if (v.plans) hcomm_plan_release(&v.plans[r]);
         if (v.send_copies) free(v.send_copies[r]);
-        if (v.world.sends) free_list(v.world.sends[r]);
-        if (v.world.recvs) free_list(v.world.recvs[r]);
+        if (v.world.sends) free_list(v.world.sends[r].head);
+        if (v.world.recvs) free_list(v.world.recvs[r].head);
     }
     free(v.world.sends);
     free(v.world.recvs);
