@@ -30,7 +30,7 @@ int main(int argc, char **argv) {
     const char *s = getenv("HCOMM_TEST_LOOP_SECONDS");
     double seconds = s ? atof(s) : 20.0;
     s = getenv("HCOMM_TEST_LOOP_COUNT");
-    const int COUNT = s && atoi(s) >= 2 ? atoi(s) : 1 << 18;
+    const int count = s && atoi(s) >= 2 ? atoi(s) : 1 << 18;
     int rank, size;
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -38,22 +38,22 @@ int main(int argc, char **argv) {
     hcomm_comm_t comm = HCOMM_COMM_NULL;
     hcomm_status_t st = hcomm_init(&argc, &argv);
     if (st == HCOMM_SUCCESS) st = hcomm_comm_create(MPI_COMM_WORLD, &comm);
-    float *buf = malloc(COUNT * sizeof(float));
+    float *buf = malloc(count * sizeof(float));
     if (!buf) st = HCOMM_ERR_NO_MEMORY;
     long calls = 0;
     long wrong = -1; /* first element with a wrong sum */
     double start = now(), end = start;
     int stop = 0;
     while (st == HCOMM_SUCCESS && !stop) {
-        for (int i = 0; i < COUNT - 1; i++)
+        for (int i = 0; i < count - 1; i++)
             buf[i] = 1.0f;
-        buf[COUNT - 1] = rank == 0 && now() - start >= seconds ? 1.0f : 0.0f;
-        st = hcomm_allreduce(buf, buf, COUNT, HCOMM_FLOAT32, HCOMM_SUM, comm);
+        buf[count - 1] = rank == 0 && now() - start >= seconds ? 1.0f : 0.0f;
+        st = hcomm_allreduce(buf, buf, count, HCOMM_FLOAT32, HCOMM_SUM, comm);
         end = now();
         if (st != HCOMM_SUCCESS) break;
-        for (int i = 0; i < COUNT - 1 && wrong < 0; i++)
+        for (int i = 0; i < count - 1 && wrong < 0; i++)
             if (buf[i] != (float)size) wrong = i;
-        stop = buf[COUNT - 1] != 0.0f || wrong >= 0;
+        stop = buf[count - 1] != 0.0f || wrong >= 0;
         if (++calls == 1 && rank == 0) fprintf(stderr, "link_loop: running\n");
     }
     if (wrong >= 0)
