@@ -108,7 +108,7 @@ static const cfg_entry_t table[HCOMM_CFG_COUNT] = {
      "with auto; larger ones take two shots."},
     {"HCOMM_CUDA_IPC_BLOCKS", CFG_INT, "32", NULL,
      "Most thread blocks of a CUDA IPC kernel (1 to 64); each moves at "
-     "least 32 KiB of a round."},
+     "least 32 KiB of a round, or 8 KiB in up to 8 blocks."},
     {"HCOMM_CUDA_NODE_STAGES_MAX", CFG_SIZE, "256K", NULL,
      "Largest AllReduce (bytes) of device memory on several nodes that runs "
      "as node stages (CUDA IPC inside a node, every local rank's rail "

@@ -57,61 +57,69 @@ __device__ void store_release(uint64_t *p, uint64_t v, bool one_gpu) {
 }
 
 // Raises this block's flag for epoch in every peer's workspace once all
-// its threads' writes are done.
+// its threads' writes are done: thread p raises it in peer p's, so that
+// the fences and stores of the peers go out together, not one after the
+// other (each release waits for the block's writes to be visible).
 __device__ void signal_peers(const hcomm_ipc_kargs_t &a, int phase,
                              uint64_t epoch) {
     __syncthreads();
-    if (threadIdx.x == 0) {
+    const int p = threadIdx.x;
+    if (p < a.nranks && p != a.rank) {
+        // the other threads' writes, which the barrier showed this one,
+        // made visible to the peers' whole GPU (or system) first
         if (a.one_gpu)
             __threadfence();
         else
             __threadfence_system();
-        for (int p = 0; p < a.nranks; p++)
-            if (p != a.rank)
-                store_release(flag_at(a.ws[p], phase, blockIdx.x, a.rank),
-                              epoch, a.one_gpu);
+        store_release(flag_at(a.ws[p], phase, blockIdx.x, a.rank), epoch,
+                      a.one_gpu);
     }
 }
 
-// Waits until block b of every peer raised its flag for epoch. False when
-// the call failed: the wait outlasted the timeout (the status then names
-// the ranks still awaited), the host aborted, or another block failed.
+// Waits until block b of every peer raised its flag for epoch: lane p of
+// the first warp reads peer p's flag, all at once. False when the call
+// failed: the wait outlasted the timeout (the status then names the ranks
+// still awaited), the host aborted, or another block failed.
 __device__ bool wait_peers(const hcomm_ipc_kargs_t &a, int phase,
                            uint64_t epoch) {
     __shared__ int failed;
-    if (threadIdx.x == 0) {
-        failed = 0;
+    if (threadIdx.x < 32) {
+        const int lane = threadIdx.x;
+        const uint64_t *f = lane < a.nranks && lane != a.rank
+                                ? flag_at(a.ws[a.rank], phase, blockIdx.x, lane)
+                                : nullptr;
+        bool arrived = f == nullptr;
+        int why = 0;
         uint64_t start = 0;
-        for (int p = 0; p < a.nranks && !failed; p++) {
-            if (p == a.rank) continue;
-            const uint64_t *f = flag_at(a.ws[a.rank], phase, blockIdx.x, p);
-            for (unsigned spin = 0; load_acquire(f, a.one_gpu) < epoch;
-                 spin++) {
-                if (spin % 256 != 255) continue;
+        for (unsigned spin = 0;; spin++) {
+            if (!arrived) arrived = load_acquire(f, a.one_gpu) >= epoch;
+            if (__all_sync(0xffffffffu, arrived)) break;
+            if (spin % 256 != 255) continue;
+            if (lane == 0) {
                 volatile unsigned long long *st = a.status;
-                if (a.abort[0]) failed = HCOMM_IPC_ABORTED;
-                if (st[0]) failed = -1; // another block has failed
+                if (a.abort[0]) why = HCOMM_IPC_ABORTED;
+                if (st[0]) why = -1; // another block has failed
                 uint64_t t = now_ns();
                 if (!start) start = t;
-                if (t - start > a.timeout_ns) failed = HCOMM_IPC_TIMED_OUT;
-                if (failed) break;
+                if (t - start > a.timeout_ns) why = HCOMM_IPC_TIMED_OUT;
             }
+            why = __shfl_sync(0xffffffffu, why, 0);
+            if (why) break;
         }
-        if (failed > 0) {
-            // Host memory: plain stores (no PCIe atomics), the word the
-            // host tests last. Blocks failing together may each write.
-            unsigned long long missing = 0;
-            for (int p = 0; p < a.nranks; p++)
-                if (p != a.rank &&
-                    load_acquire(flag_at(a.ws[a.rank], phase, blockIdx.x, p),
-                                 a.one_gpu) < epoch)
-                    missing |= 1ull << p;
-            volatile unsigned long long *st = a.status;
-            st[2] = missing;
-            st[1] = epoch;
-            __threadfence_system();
-            st[0] = (unsigned long long)failed;
-            __threadfence_system();
+        const unsigned missing = __ballot_sync(0xffffffffu, !arrived);
+        if (lane == 0) {
+            failed = why;
+            if (why > 0) {
+                // Host memory: plain stores (no PCIe atomics), the word
+                // the host tests last. Blocks failing together may each
+                // write.
+                volatile unsigned long long *st = a.status;
+                st[2] = missing;
+                st[1] = epoch;
+                __threadfence_system();
+                st[0] = (unsigned long long)why;
+                __threadfence_system();
+            }
         }
     }
     __syncthreads();
@@ -121,13 +129,43 @@ __device__ bool wait_peers(const hcomm_ipc_kargs_t &a, int phase,
 template <typename T, typename OP>
 __device__ void copy(void *dst, const void *src, size_t n) {
     if (n == 0 || dst == src) return;
-    Span s = {};
+    Span s; // only what reduce_span reads: see the kernel's
+    s.divisor = 0;
     s.dst[0] = dst;
     s.ndst = 1;
     s.src[0] = src;
     s.nsrc = 1;
     s.n = n;
     reduce_span<T, OP>(s, threadIdx.x, blockDim.x);
+}
+
+// One-shot allreduce of a round whose slice in this block has at most
+// ONESHOT_SMALL elements: plain per-thread loads and stores, no Span. A Span
+// (and the areas' table), indexed at run time, lives in local memory,
+// which every thread of the block zeroed and wrote first: on the H200
+// that was most of a small call's time in the kernel. Reduces in rank
+// order, as reduce_span does, so every rank's result is the same bits.
+constexpr size_t ONESHOT_SMALL = 2 * HCOMM_IPC_THREADS;
+template <typename T, typename OP>
+__device__ bool oneshot_small(const hcomm_ipc_kargs_t &a, uint64_t epoch,
+                              const T *in, T *out, size_t lo, size_t hi) {
+    using A = Acc<T>;
+    using C = typename A::type;
+    const size_t at = HCOMM_IPC_FLAG_BYTES + (epoch & 1) * a.area_bytes;
+    for (size_t i = lo + threadIdx.x; i < hi; i += blockDim.x)
+        reinterpret_cast<T *>(a.ws[a.rank] + at)[i] = in[i];
+    signal_peers(a, 0, epoch);
+    if (!wait_peers(a, 0, epoch)) return false;
+    for (size_t i = lo + threadIdx.x; i < hi; i += blockDim.x) {
+        C acc = A::load(load_cg(reinterpret_cast<const T *>(a.ws[0] + at) + i));
+        for (int p = 1; p < a.nranks; p++)
+            acc = OP::apply(
+                acc, A::load(load_cg(reinterpret_cast<const T *>(a.ws[p] + at) +
+                                     i)));
+        if (a.divisor > 1) acc = divide(acc, a.divisor);
+        out[i] = A::store(acc);
+    }
+    return true;
 }
 
 // Registered buffers (a.direct): the peers' buffers are read (or written)
@@ -143,8 +181,11 @@ __device__ bool direct_leave(const hcomm_ipc_kargs_t &a, uint64_t epoch) {
     return wait_peers(a, 1, epoch);
 }
 
+// One block a multiprocessor, said outright: left to choose, ptxas held
+// the kernel to 64 registers and spilled (220 bytes) once the small
+// one-shot path was in.
 template <typename T, typename OP>
-__global__ void __launch_bounds__(HCOMM_IPC_THREADS)
+__global__ void __launch_bounds__(HCOMM_IPC_THREADS, 1)
     ipc_kernel(hcomm_ipc_kargs_t a) {
     constexpr size_t vw = 16 / sizeof(T);
     const int n = a.nranks, r = a.rank, b = blockIdx.x, nb = gridDim.x;
@@ -154,14 +195,27 @@ __global__ void __launch_bounds__(HCOMM_IPC_THREADS)
     for (size_t off = 0, k = 0; off < a.count; off += a.piece, k++) {
         const uint64_t epoch = a.epoch0 + k;
         const size_t len = min(a.piece, a.count - off);
+        size_t lo, hi;
+        if (a.kind == HCOMM_IPC_ONESHOT) {
+            hcomm_ipc_slice(a.piece, len, 1, 0, nb, b, vw, &lo, &hi);
+            if (hi - lo <= ONESHOT_SMALL) {
+                if (!oneshot_small<T, OP>(a, epoch, in + off, out + off, lo,
+                                          hi))
+                    return;
+                continue;
+            }
+        }
         char *area[HCOMM_IPC_MAX_RANKS];
         for (int p = 0; p < n; p++)
             area[p] =
                 a.ws[p] + HCOMM_IPC_FLAG_BYTES + (epoch & 1) * a.area_bytes;
-        Span s = {};
+        // Only the fields a kind uses are set: a Span lives in local
+        // memory (its tables are indexed at run time), and zeroing all of
+        // it in each of 512 threads took microseconds (and 10-18% of a
+        // 16-64 MiB allreduce, every round and block zeroing it again).
+        Span s;
         s.nsrc = n;
         s.ndst = 1;
-        size_t lo, hi;
         switch (a.kind) {
         case HCOMM_IPC_ONESHOT:
             hcomm_ipc_slice(a.piece, len, 1, 0, nb, b, vw, &lo, &hi);

@@ -53,6 +53,10 @@ int hcomm_ipc_blocks(size_t round_bytes, long long max_blocks) {
                                                      : (size_t)max_blocks;
     size_t blocks = (round_bytes + HCOMM_IPC_BYTES_PER_BLOCK - 1) /
                     HCOMM_IPC_BYTES_PER_BLOCK;
+    size_t small = (round_bytes + HCOMM_IPC_SMALL_BYTES_PER_BLOCK - 1) /
+                   HCOMM_IPC_SMALL_BYTES_PER_BLOCK;
+    if (small > HCOMM_IPC_SMALL_BLOCKS) small = HCOMM_IPC_SMALL_BLOCKS;
+    if (blocks < small) blocks = small;
     if (blocks > cap) blocks = cap;
     return blocks < 1 ? 1 : (int)blocks;
 }

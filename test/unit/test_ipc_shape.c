@@ -37,12 +37,21 @@ static void check_tiling(hcomm_ipc_kind_t kind, int n, size_t piece, size_t len,
         assert_int_equal(seen[i], 1);
 }
 
-/* The blocks of a round: one per 32 KiB, within 1 and the cap. */
+/* The blocks of a round: one per 8 KiB up to 8 blocks, then one per
+ * 32 KiB, within 1 and the cap. */
 static void test_blocks(void **state) {
     (void)state;
+    const size_t k = 1024;
     assert_int_equal(hcomm_ipc_blocks(0, 32), 1);
     assert_int_equal(hcomm_ipc_blocks(1, 32), 1);
-    assert_int_equal(hcomm_ipc_blocks(HCOMM_IPC_BYTES_PER_BLOCK + 1, 32), 2);
+    assert_int_equal(hcomm_ipc_blocks(8 * k, 32), 1);
+    assert_int_equal(hcomm_ipc_blocks(8 * k + 1, 32), 2);
+    assert_int_equal(hcomm_ipc_blocks(32 * k, 32), 4);
+    assert_int_equal(hcomm_ipc_blocks(32 * k, 3), 3);
+    assert_int_equal(hcomm_ipc_blocks(64 * k, 32), 8);
+    assert_int_equal(hcomm_ipc_blocks(256 * k, 32), 8);
+    assert_int_equal(hcomm_ipc_blocks(256 * k + 1, 32), 9);
+    assert_int_equal(hcomm_ipc_blocks(512 * k, 32), 16);
     assert_int_equal(hcomm_ipc_blocks((size_t)1 << 30, 32), 32);
     assert_int_equal(hcomm_ipc_blocks((size_t)1 << 30, 1000),
                      HCOMM_IPC_MAX_BLOCKS);
