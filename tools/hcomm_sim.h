@@ -17,7 +17,9 @@
  * order they start (a busy-until time per resource), which is how a NIC
  * shared by eight ranks delivers an eighth of its bandwidth to each.
  * Messages up to eager_bytes leave when sent; larger ones wait for the
- * receive (a rendezvous, one latency more).
+ * receive (a rendezvous, one latency more). With UCX's copy protocols in
+ * the model (copy_bytes), messages up to copy_bytes leave when sent too,
+ * and the sender's and the receiver's CPU pay for copying them.
  *
  * Scale. When the nodes are equal and numbered node-major, many plans are
  * the same on every node up to renaming nodes: a shift (rings) or an
@@ -63,6 +65,14 @@ typedef struct {
     double cached_speedup;
     size_t eager_bytes;
     size_t chunk_bytes; /* the plans' HCOMM_CHUNK_SIZE */
+    /* UCX's copy protocols (0: off, the above alone): a message up to
+     * copy_bytes leaves without waiting for its receive, copied into
+     * bounce buffers of eager_bytes (fragments) by the sender's CPU and
+     * out of them, as they arrive, by the receiver's, each at copy_rate
+     * (0: the CPU's copy_bw); the CPUs do nothing else meanwhile. Inside a
+     * node the copies are the move (shared memory): no copy channel. */
+    size_t copy_bytes;
+    double copy_rate[SIM_LEVELS]; /* bytes/s */
 } hcomm_sim_model_t;
 
 /* Nodes numbered by their lowest rank, as topo.h numbers them. */

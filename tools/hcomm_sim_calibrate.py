@@ -3,13 +3,18 @@
 
 Run from a build directory, as root (for the network namespaces):
     python3 ../tools/hcomm_sim_calibrate.py [--quick] [--no-netns]
-        [--measure-only | --replay hcomm_sim_measured.json]
+        [--copy-bytes N] [--measure-only | --replay hcomm_sim_measured.json]
 
 1. Figures: the CPU's reduce and copy bandwidth (hcomm_sim --measure-cpu);
    each link level's latency and bandwidth fitted so that the simulator
    reproduces hcomm_perf's 2-rank recursive-doubling allreduce (8 to 512 B:
-   latency; 2 and 16 MiB: bandwidth; 32 and 256 KiB, whose buffers fit in
-   a core's L2: the cache's speedup): between two processes of this host
+   latency; 2 and 16 MiB: bandwidth; 256 KiB, whose buffers fit in a
+   core's L2: the cache's speedup; 32 KiB: the rate of UCX's copies, which
+   both CPUs make for messages up to --copy-bytes, by default 262143, where
+   UCX's shared-memory copy protocols end (256 KiB goes by rendezvous);
+   --copy-bytes 0: the model without them, as hcomm_sim_here.json and
+   hcomm_sim_netns.json were fitted, an eager bandwidth from 4 KiB and a
+   rendezvous cost from 32 KiB): between two processes of this host
    (UCX shared memory), and
    between two network-namespace hosts (UCX over TCP on a veth bridge, as
    test/multinode/netns.sh makes them; there UCX_TLS=tcp,self, so ranks of
@@ -53,6 +58,10 @@ HOSTS = [TAG + "n0", TAG + "n1", TAG + "n2"]
 ARGS = sys.argv[1:]
 MEASURE_ONLY = "--measure-only" in ARGS
 REPLAY = ARGS[ARGS.index("--replay") + 1] if "--replay" in ARGS else None
+# The largest message UCX moves by copies on both sides (its eager and
+# multi-fragment protocols); larger ones go by rendezvous.
+COPY_BYTES = (int(ARGS[ARGS.index("--copy-bytes") + 1])
+              if "--copy-bytes" in ARGS else 262143)
 # Where the fitted figures go: tools/, as this machine's, unless they come
 # from another machine's record (then the current directory).
 OUTDIR = os.environ.get("OUT", os.getcwd() if REPLAY else HERE)
@@ -168,16 +177,19 @@ def fit(model, path, target, nodes, ppn, size, lo, hi, log):
 
 def calibrate(model, level, measured, nodes, ppn, cache=False):
     """Each figure from the sizes it decides, as the median of the figures
-    that reproduce each size alone: the latency from 8 to 512 B; the eager
-    bandwidth (UCX's copies through bounce buffers) from 4 KiB; the
-    rendezvous cost from 32 KiB, the first size past eager_bytes; the
-    bandwidth from the sizes whose buffers overflow the cache; and (cache)
-    the speedup of 256 KiB, which fits in it."""
+    that reproduce each size alone: the latency from 8 to 512 B; the
+    bandwidth from the sizes whose buffers overflow the cache; (cache) the
+    speedup of 256 KiB, which fits in it; and the protocols' figures
+    (copies() or eager_rendezvous())."""
     if MEASURE_ONLY:
         return
     lv = model["levels"][level]
     lv["latency_us"], lv["bandwidth_GBps"] = 0.0, 10.0
-    lv["eager_bandwidth_GBps"], lv["rendezvous_us"] = 0.0, 0.0
+    if model.get("copy_bytes"):
+        protocols, lv["copy_GBps"] = copies, 1.0
+    else:
+        protocols = eager_rendezvous
+        lv["eager_bandwidth_GBps"], lv["rendezvous_us"] = 0.0, 0.0
 
     def fitted(name, sizes, lo, hi, log, where=("levels", level)):
         return statistics.median(
@@ -187,15 +199,34 @@ def calibrate(model, level, measured, nodes, ppn, cache=False):
 
     for _ in range(3):  # each figure moves the others' fits a little
         lv["latency_us"] = fitted("latency_us", (8, 64, 512), 0.0, 1.0, False)
-        lv["eager_bandwidth_GBps"] = fitted("eager_bandwidth_GBps", (4096,),
-                                            0.01, 200.0, True)
-        lv["rendezvous_us"] = fitted("rendezvous_us", (32768,), 0.0, 1.0,
-                                     False)
+        protocols(model, lv, fitted, measured)
         lv["bandwidth_GBps"] = fitted("bandwidth_GBps", (2 << 20, 16 << 20),
                                       0.01, 200.0, True)
         if cache:
             model["cpu"]["cached_speedup"] = fitted(
                 "cached_speedup", (262144,), 0.2, 50.0, True, ("cpu",))
+
+
+def copies(model, lv, fitted, measured):
+    """UCX's copy protocols: both CPUs copy a message up to copy_bytes,
+    at the level's copy rate, fitted from the sizes past one fragment
+    (eager_bytes) where the copies take most of the time: 32 KiB. Smaller
+    ones are mostly the latency (and 4 KiB drifts 2 times between runs);
+    the rendezvous, past copy_bytes, has no size of its own to fit a
+    cost from (256 KiB fits the cache's speedup): its handshake is one
+    latency."""
+    sizes = sorted(z for z in measured
+                   if model["eager_bytes"] < z <= model["copy_bytes"])
+    lv["copy_GBps"] = fitted("copy_GBps", sizes, 0.01, 200.0, True)
+
+
+def eager_rendezvous(model, lv, fitted, measured):
+    """One eager limit (no copy protocols): the eager bandwidth (UCX's
+    copies through bounce buffers) from 4 KiB; the rendezvous cost from
+    32 KiB, the first size past eager_bytes."""
+    lv["eager_bandwidth_GBps"] = fitted("eager_bandwidth_GBps", (4096,),
+                                        0.01, 200.0, True)
+    lv["rendezvous_us"] = fitted("rendezvous_us", (32768,), 0.0, 1.0, False)
 
 
 def netns_up():
@@ -239,6 +270,29 @@ def save_figures(name, model):
         f.write("\n")
 
 
+def size_name(z):
+    return "%d MiB" % (z >> 20) if z >= 1 << 20 else "%d KiB" % (z >> 10)
+
+
+def us(t):
+    return "%.0f" % t if t >= 100 else "%.1f" % t
+
+
+def print_wide(rows):
+    """The rows as README's table: measured / predicted (ratio) a size."""
+    sizes = sorted({r[3] for r in rows})
+    lines = {}
+    for label, coll, algo, size, got, pred in rows:
+        lines.setdefault((label, coll, algo), {})[size] = (
+            "%s / %s (%.2f)" % (us(got), us(pred), pred / got))
+    print("| shape | collective | algorithm | %s |" %
+          " | ".join(size_name(z) for z in sizes))
+    print("| --- | --- | --- |%s" % (" ---: |" * len(sizes)))
+    for (label, coll, algo), cells in lines.items():
+        print("| %s | %s | `%s` | %s |" % (label, coll, algo, " | ".join(
+            cells.get(z, "-") for z in sizes)))
+
+
 def l2_bytes():
     """A rank's cache: its core's L2, as Linux reports it."""
     try:
@@ -258,7 +312,10 @@ def main():
             "cpu": {"reduce_GBps": cpu["reduce_GBps"],
                     "copy_GBps": cpu["copy_GBps"], "overhead_us": 0.3,
                     "cache_bytes": l2, "cached_speedup": 1.0},
-            "eager_bytes": 8192, "chunk_bytes": 1 << 20}
+            "eager_bytes": 8192}
+    if COPY_BYTES:
+        base["copy_bytes"] = COPY_BYTES
+    base["chunk_bytes"] = 1 << 20
     rows = []
     sizes = [1024, 16384, 262144, 4 << 20]
     # --- one host: UCX shared memory ---------------------------------------
@@ -319,7 +376,8 @@ def main():
         print("| %s | %s | %s | %d | %.1f | %.1f | %.2f |" %
               (label, coll, algo, size, got, pred, pred / got))
     inside = sum(1 for r in rows if abs(r[5] / r[4] - 1) <= 0.25)
-    print("\n%d of %d within 25%%" % (inside, len(rows)))
+    print("\n%d of %d within 25%%\n" % (inside, len(rows)))
+    print_wide(rows)
 
 
 if __name__ == "__main__":

@@ -48,8 +48,10 @@ typedef struct {
     uint32_t s_step, r_step;
     int32_t src, dst; /* real ranks (canonical) */
     double st, rt, arrive;
+    double in_end, last; /* by copies: copied in; the last fragment in */
     uint64_t bytes;
-    uint8_t level, arrived, eager;
+    /* copies: moved by the CPUs' copies (copied: out, at the receiver) */
+    uint8_t level, arrived, eager, copies, copied;
     int32_t next; /* in its pending queue, or the free list */
     char *data;   /* data mode */
 } msg_t;
@@ -196,6 +198,8 @@ static double reserve(sim_t *s, const msg_t *g, double t) {
     double b = (double)g->bytes, start = t, dur;
     double ebw = g->eager ? s->m->eager_bw[g->level] : 0;
     int ns = cnode(s, g->src), nd = cnode(s, g->dst);
+    /* Shared memory: the sender's copy-in was the move. */
+    if (g->copies && g->level == SIM_NODE) return t;
     if (g->level == SIM_NODE) {
         double *ch = &s->chan[(size_t)ns * (size_t)s->nchan], *best = ch;
         for (int i = 1; i < s->nchan; i++)
@@ -365,7 +369,42 @@ static void matched(sim_t *s, int32_t id) {
         ev_push(s, fmax(g->arrive, g->rt), EV_RDONE, id);
 }
 
-static void post(sim_t *s, int ri, uint32_t i, double t) {
+/* UCX's copy protocols: the sender's CPU copies a message into bounce
+ * buffers of eager_bytes (its fragments), the receiver's copies each out
+ * once it has arrived. Seconds of one side's copy of bytes: */
+static double copy_time(const sim_t *s, const msg_t *g, uint64_t bytes) {
+    double rate = s->m->copy_rate[g->level];
+    return (double)bytes / ((rate > 0 ? rate : s->m->copy_bw) * s->speed);
+}
+
+static double first_fragment(const sim_t *s, const msg_t *g) {
+    uint64_t f = s->m->eager_bytes;
+    return copy_time(s, g, f && f < g->bytes ? f : g->bytes);
+}
+
+/* The send side of a message: whether the CPUs copy it, and whether it
+ * leaves without its receive (copies do: UCX's eager protocols). */
+static void classify(sim_t *s, msg_t *g) {
+    const hcomm_sim_model_t *m = s->m;
+    g->copies = m->copy_bytes > 0 && g->bytes <= m->copy_bytes;
+    g->eager = g->copies || g->bytes <= m->eager_bytes;
+}
+
+/* The receiver's CPU copies the message out once it is free, and does
+ * nothing else until the last fragment is out. The receive ends then. */
+static void copy_out(sim_t *s, msg_t *g, int32_t id, double t) {
+    rep_t *r = &s->reps[g->r_rep];
+    double start = fmax(t, r->cpu_free);
+    r->cpu_free =
+        fmax(start + copy_time(s, g, g->bytes), g->last + first_fragment(s, g));
+    r->cpu_last = GID(g->r_rep, g->r_step);
+    g->copied = 1;
+    ev_push(s, r->cpu_free, EV_RDONE, id);
+}
+
+/* Posts step i at t; returns the CPU time it keeps after the post (a send
+ * by copies: the copy-in). */
+static double post(sim_t *s, int ri, uint32_t i, double t) {
     rep_t *r = &s->reps[ri];
     const hcomm_sim_step_t *p = &r->st[i];
     int is_send = p->kind == HCOMM_STEP_SEND;
@@ -376,23 +415,30 @@ static void post(sim_t *s, int ri, uint32_t i, double t) {
     src = hcomm_sim_sym_rank(&s->sym, k, src, 0);
     dst = hcomm_sim_sym_rank(&s->sym, k, dst, 0);
     int32_t id = match(s, src, dst, p->tag, is_send);
-    if (id < 0) return;
+    if (id < 0) return 0;
     msg_t *g = &s->msgs[id];
     int both = is_send ? g->r_rep >= 0 : g->s_rep >= 0;
+    double busy = 0, first = 0;
     if (is_send) {
         g->s_rep = ri;
         g->s_step = i;
         g->st = t;
         g->bytes = p->bytes;
         g->level = (uint8_t)level_of(s, src, dst);
-        g->eager = p->bytes <= s->m->eager_bytes;
-        if (g->eager) ev_push(s, t, EV_XSTART, id);
+        classify(s, g);
+        if (g->copies) { /* it moves from its first fragment on */
+            busy = copy_time(s, g, g->bytes);
+            first = first_fragment(s, g);
+            g->in_end = t + busy;
+        }
+        if (g->eager) ev_push(s, t + first, EV_XSTART, id);
     } else {
         g->r_rep = ri;
         g->r_step = i;
         g->rt = t;
     }
     if (both) matched(s, id);
+    return busy;
 }
 
 /* The executor's pass: ready steps in index order inside the window and
@@ -413,7 +459,7 @@ static void run_rank(sim_t *s, int ri, double t) {
         case HCOMM_STEP_SEND:
         case HCOMM_STEP_RECV:
             now += s->m->overhead;
-            post(s, ri, i, now);
+            now += post(s, ri, i, now);
             break;
         default:
             now += b / ((p->kind == HCOMM_STEP_COPY ? s->m->copy_bw
@@ -459,7 +505,14 @@ static void on_event(sim_t *s, event_t e) {
         double moved = reserve(s, g, e.t);
         s->res->bytes[g->level] += (double)g->bytes * s->orbit;
         s->res->msgs[g->level] += s->orbit;
-        ev_push(s, moved + latency(s, g->level), EV_ARRIVE, e.id);
+        double lat = latency(s, g->level);
+        if (g->copies) { /* the first fragment can be copied out */
+            g->last = fmax(moved, g->in_end) + lat;
+            ev_push(s, e.t + lat, EV_ARRIVE, e.id);
+            ev_push(s, fmax(moved, g->in_end), EV_SDONE, e.id);
+            return;
+        }
+        ev_push(s, moved + lat, EV_ARRIVE, e.id);
         if (g->eager) ev_push(s, moved, EV_SDONE, e.id);
         return;
     }
@@ -484,6 +537,10 @@ static void on_event(sim_t *s, event_t e) {
         }
         /* fall through */
     case EV_RDONE:
+        if (g->copies && !g->copied) {
+            copy_out(s, g, e.id, e.t);
+            return;
+        }
         deliver_data(s, g);
         complete(s, g->r_rep, g->r_step, e.t);
         if (!g->eager || s->reps[g->s_rep].done[g->s_step])

@@ -4,12 +4,13 @@
  *   {"nodes": 2048, "ranks_per_node": 8,      (or "nodes": [{"ranks": [..]}])
  *    "rails": 8, "cores": 0, "nodes_per_switch": 0,
  *    "levels": {"node":   {"latency_us": 1.0, "bandwidth_GBps": 10,
- *                          "eager_bandwidth_GBps": 0, "rendezvous_us": 0},
+ *                          "eager_bandwidth_GBps": 0, "rendezvous_us": 0,
+ *                          "copy_GBps": 0},
  *               "nic":    {"latency_us": 3.0, "bandwidth_GBps": 25},
  *               "switch": {"latency_us": 1.0, "bandwidth_GBps": 200}},
  *    "cpu": {"reduce_GBps": 10, "copy_GBps": 20, "overhead_us": 0.3,
  *            "cache_bytes": 0, "cached_speedup": 1},
- *    "eager_bytes": 8192, "chunk_bytes": 1048576}
+ *    "eager_bytes": 8192, "copy_bytes": 0, "chunk_bytes": 1048576}
  *
  * Every key but "nodes" is optional; unknown keys are errors, as in the
  * override file. A "nodes" array goes through the override file's own
@@ -44,19 +45,18 @@ static int level(json_t *levels, hcomm_sim_model_t *m, int lv, char *err,
     json_t *l = json_object_get(levels, name);
     json_error_t je;
     double lu = m->lat[lv] * 1e6, gb = m->bw[lv] / 1e9,
-           egb = m->eager_bw[lv] / 1e9, ru = m->rndv[lv] * 1e6;
+           egb = m->eager_bw[lv] / 1e9, ru = m->rndv[lv] * 1e6,
+           cgb = m->copy_rate[lv] / 1e9;
     if (!l) return 0;
-    if (json_unpack_ex(l, &je, JSON_STRICT, "{s?F, s?F, s?F, s?F}",
+    if (json_unpack_ex(l, &je, JSON_STRICT, "{s?F, s?F, s?F, s?F, s?F}",
                        "latency_us", &lu, "bandwidth_GBps", &gb,
-                       "eager_bandwidth_GBps", &egb, "rendezvous_us",
-                       &ru) != 0) {
+                       "eager_bandwidth_GBps", &egb, "rendezvous_us", &ru,
+                       "copy_GBps", &cgb) != 0) {
         snprintf(err, len, "levels.%s: %s", name, je.text);
         return -1;
     }
-    if (lu < 0 || gb <= 0 || egb < 0 || ru < 0) {
-        snprintf(err, len,
-                 "levels.%s: latency, eager bandwidth and rendezvous >= 0, "
-                 "bandwidth > 0",
+    if (lu < 0 || gb <= 0 || egb < 0 || ru < 0 || cgb < 0) {
+        snprintf(err, len, "levels.%s: bandwidth > 0, the other figures >= 0",
                  name);
         return -1;
     }
@@ -64,6 +64,7 @@ static int level(json_t *levels, hcomm_sim_model_t *m, int lv, char *err,
     m->bw[lv] = gb * 1e9;
     m->eager_bw[lv] = egb * 1e9;
     m->rndv[lv] = ru * 1e-6;
+    m->copy_rate[lv] = cgb * 1e9;
     return 0;
 }
 
@@ -113,14 +114,15 @@ hcomm_status_t hcomm_sim_load(const char *path, hcomm_sim_model_t *m,
     json_t *nodes = NULL, *levels = NULL, *cpu = NULL;
     int ppn = 0, rails = m->rails, cores = m->cores, nps = m->nodes_per_switch;
     json_int_t eager = (json_int_t)m->eager_bytes,
+               copy = (json_int_t)m->copy_bytes,
                chunk = (json_int_t)m->chunk_bytes;
     hcomm_status_t st = HCOMM_ERR_INVALID_ARG;
     if (json_unpack_ex(root, &je, JSON_STRICT,
-                       "{s:o, s?i, s?i, s?i, s?i, s?o, s?o, s?I, s?I}", "nodes",
-                       &nodes, "ranks_per_node", &ppn, "rails", &rails, "cores",
-                       &cores, "nodes_per_switch", &nps, "levels", &levels,
-                       "cpu", &cpu, "eager_bytes", &eager, "chunk_bytes",
-                       &chunk) != 0) {
+                       "{s:o, s?i, s?i, s?i, s?i, s?o, s?o, s?I, s?I, s?I}",
+                       "nodes", &nodes, "ranks_per_node", &ppn, "rails", &rails,
+                       "cores", &cores, "nodes_per_switch", &nps, "levels",
+                       &levels, "cpu", &cpu, "eager_bytes", &eager,
+                       "copy_bytes", &copy, "chunk_bytes", &chunk) != 0) {
         snprintf(err, len, "%s: %s", path, je.text);
         goto out;
     }
@@ -151,7 +153,8 @@ hcomm_status_t hcomm_sim_load(const char *path, hcomm_sim_model_t *m,
         m->cache_bytes = (size_t)cb;
         m->cached_speedup = sp;
     }
-    if (rails < 0 || cores < 0 || nps < 0 || eager < 0 || chunk <= 0) {
+    if (rails < 0 || cores < 0 || nps < 0 || eager < 0 || copy < 0 ||
+        chunk <= 0) {
         snprintf(err, len, "%s: counts and sizes must not be negative", path);
         goto out;
     }
@@ -159,6 +162,7 @@ hcomm_status_t hcomm_sim_load(const char *path, hcomm_sim_model_t *m,
     m->cores = cores;
     m->nodes_per_switch = nps;
     m->eager_bytes = (size_t)eager;
+    m->copy_bytes = (size_t)copy;
     m->chunk_bytes = (size_t)chunk;
     if (json_is_integer(nodes)) {
         json_int_t nn = json_integer_value(nodes);

@@ -6,9 +6,12 @@
  *   between nodes;
  * - where a node symmetry holds, simulating one node gives the time and
  *   bytes of simulating every rank;
+ * - both, with UCX's copy protocols in the model too;
  * - one message costs what the model says (overhead, latency, bytes over
- *   bandwidth, the rendezvous' extra latency), and eight ranks sharing one
- *   NIC get an eighth of it each;
+ *   bandwidth, the rendezvous' extra latency; with copies, the sender's
+ *   copy-in and the receiver's copy-out, fragments pipelined, and both on a
+ *   rank that sends and receives), and eight ranks sharing one NIC get an
+ *   eighth of it each;
  * - the hierarchical allreduce no longer deadlocks where its tags wrap. */
 #include "coll/verify.h"
 #include "hcomm_sim.h"
@@ -65,13 +68,11 @@ static void label_nodes(int n, int how, int *label) {
         label[r] = how == 0 ? 0 : how == 1 ? r / ((n + 1) / 2) : r % 3;
 }
 
-static void test_against_verifier(void **state) {
-    (void)state;
+/* Every algorithm, shape and count of the verifier test, under *mp. */
+static int against_verifier(const hcomm_sim_model_t *mp) {
     static const int ns[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 16, 17};
     static const size_t counts[] = {1, 7, 1009};
-    hcomm_sim_model_t m;
-    hcomm_sim_model_default(&m);
-    m.chunk_bytes = 64; /* many chunks: pipelines in flight at once */
+    hcomm_sim_model_t m = *mp;
     int runs = 0;
     for (int a = 0; a < hcomm_nalgos; a++) {
         const hcomm_algo_t *algo = &hcomm_algos[a];
@@ -146,18 +147,28 @@ static void test_against_verifier(void **state) {
                     runs++;
                 }
     }
+    return runs;
+}
+
+static void test_against_verifier(void **state) {
+    (void)state;
+    hcomm_sim_model_t m;
+    hcomm_sim_model_default(&m);
+    m.chunk_bytes = 64; /* many chunks: pipelines in flight at once */
+    int runs = against_verifier(&m);
+    /* Copies change the order events complete in, not the results. */
+    m.copy_bytes = 256;
+    m.eager_bytes = 32; /* fragments, with chunks of 64 */
+    runs += against_verifier(&m);
     fprintf(stderr, "# %d runs matched the verifier\n", runs);
 }
 
 /* One node's ranks stand for all: time and bytes as with every rank. */
-static void test_symmetry(void **state) {
-    (void)state;
+static int symmetry_runs(const hcomm_sim_model_t *mp) {
     static const char *names[] = {"ring", "recursive_doubling", "rabenseifner",
                                   "hierarchical", "hierarchical_rhd"};
     static const size_t sizes[] = {4096, 1 << 20, 24 << 20};
-    hcomm_sim_model_t m;
-    hcomm_sim_model_default(&m);
-    m.rails = 2;
+    hcomm_sim_model_t m = *mp;
     int reduced = 0;
     for (int i = 0; i < 5; i++)
         for (int k = 0; k < 3; k++)
@@ -187,8 +198,21 @@ static void test_symmetry(void **state) {
                     assert_true(fabs(a.bytes[l] - b.bytes[l]) < 0.5);
                 hcomm_sim_shape_free(&sh);
             }
+    return reduced;
+}
+
+static void test_symmetry(void **state) {
+    (void)state;
+    hcomm_sim_model_t m;
+    hcomm_sim_model_default(&m);
+    m.rails = 2;
+    int reduced = symmetry_runs(&m);
+    /* Copies: a receive's copy-out is on the representative's CPU. */
+    m.copy_bytes = 256 << 10;
+    m.copy_rate[SIM_NODE] = 4e9;
+    reduced += symmetry_runs(&m);
     fprintf(stderr, "# %d runs used a symmetry\n", reduced);
-    assert_true(reduced >= 20);
+    assert_true(reduced >= 40);
 }
 
 /* The model's arithmetic on a broadcast between two ranks. */
@@ -205,6 +229,54 @@ static double one_message(const hcomm_sim_model_t *m, int nodes, size_t bytes) {
                      HCOMM_SUCCESS);
     hcomm_sim_shape_free(&sh);
     return r.time;
+}
+
+/* Two ranks' recursive-doubling allreduce: receive, send, reduce. */
+static double exchange(const hcomm_sim_model_t *m, size_t bytes) {
+    hcomm_sim_shape_t sh;
+    assert_int_equal(hcomm_sim_shape_regular(&sh, 1, 2), 0);
+    hcomm_sim_call_t c = {
+        .algo = hcomm_algo_find(HCOMM_COLL_ALLREDUCE, "recursive_doubling"),
+        .count = bytes / 4,
+        .esize = 4};
+    hcomm_sim_result_t r;
+    char err[512];
+    assert_int_equal(hcomm_sim_run(m, &sh, &c, &r, err, sizeof(err)),
+                     HCOMM_SUCCESS);
+    hcomm_sim_shape_free(&sh);
+    return r.time;
+}
+
+/* UCX's copy protocols: the sender's CPU copies in, the receiver's out. */
+static void test_copies(void **state) {
+    (void)state;
+    hcomm_sim_model_t m;
+    hcomm_sim_model_default(&m);
+    m.chunk_bytes = 1 << 30;
+    double o = m.overhead, lat = m.lat[SIM_NODE];
+    m.copy_bytes = 1 << 20;
+    m.copy_rate[SIM_NODE] = 2e9;
+    double c = 4096 / 2e9, c8 = 8192 / 2e9;
+    /* One fragment: copied in, then out, after the latency. */
+    assert_true(fabs(one_message(&m, 1, 4096) - (o + c + lat + c)) < 1e-12);
+    /* Eight fragments: the copy-out follows the copy-in a fragment behind. */
+    assert_true(fabs(one_message(&m, 1, 65536) - (o + 8 * c8 + lat + c8)) <
+                1e-12);
+    /* Each rank sends and receives: its CPU pays both copies, after it
+     * posts both; past one fragment, the latency hides behind them. */
+    assert_true(fabs(exchange(&m, 4096) -
+                     (2 * o + c + lat + c + 4096 / m.reduce_bw)) < 1e-12);
+    assert_true(fabs(exchange(&m, 65536) -
+                     (2 * o + 16 * c8 + 65536 / m.reduce_bw)) < 1e-12);
+    /* Between nodes at the CPU's copy rate, and the wire between. */
+    double cc = 4096 / m.copy_bw;
+    assert_true(fabs(one_message(&m, 2, 4096) - (o + cc + 4096 / m.bw[SIM_NIC] +
+                                                 m.lat[SIM_NIC] + cc)) < 1e-12);
+    /* Past copy_bytes: the rendezvous, as without copies. */
+    m.copy_bytes = 65536;
+    m.eager_bytes = 4096;
+    assert_true(fabs(one_message(&m, 1, 65537) -
+                     (o + lat + 65537 / m.bw[SIM_NODE] + lat)) < 1e-12);
 }
 
 static void test_model(void **state) {
@@ -279,6 +351,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_tag_wrap),
         cmocka_unit_test(test_model),
+        cmocka_unit_test(test_copies),
         cmocka_unit_test(test_symmetry),
         cmocka_unit_test(test_against_verifier),
     };
