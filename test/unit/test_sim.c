@@ -215,36 +215,35 @@ static void test_symmetry(void **state) {
     assert_true(reduced >= 40);
 }
 
-/* The model's arithmetic on a broadcast between two ranks. */
-static double one_message(const hcomm_sim_model_t *m, int nodes, size_t bytes) {
+/* The predicted time of call c on nodes x ppn ranks. */
+static double sim_time(const hcomm_sim_model_t *m, int nodes, int ppn,
+                       const hcomm_sim_call_t *c) {
     hcomm_sim_shape_t sh;
-    assert_int_equal(hcomm_sim_shape_regular(&sh, nodes, 2 / nodes), 0);
-    hcomm_sim_call_t c = {.algo = hcomm_algo_find(HCOMM_COLL_BCAST, "binomial"),
-                          .count = bytes,
-                          .esize = 1,
-                          .inplace = 1};
+    assert_int_equal(hcomm_sim_shape_regular(&sh, nodes, ppn), 0);
     hcomm_sim_result_t r;
     char err[512];
-    assert_int_equal(hcomm_sim_run(m, &sh, &c, &r, err, sizeof(err)),
+    assert_int_equal(hcomm_sim_run(m, &sh, c, &r, err, sizeof(err)),
                      HCOMM_SUCCESS);
     hcomm_sim_shape_free(&sh);
     return r.time;
 }
 
+/* The model's arithmetic on a broadcast between two ranks. */
+static double one_message(const hcomm_sim_model_t *m, int nodes, size_t bytes) {
+    hcomm_sim_call_t c = {.algo = hcomm_algo_find(HCOMM_COLL_BCAST, "binomial"),
+                          .count = bytes,
+                          .esize = 1,
+                          .inplace = 1};
+    return sim_time(m, nodes, 2 / nodes, &c);
+}
+
 /* Two ranks' recursive-doubling allreduce: receive, send, reduce. */
 static double exchange(const hcomm_sim_model_t *m, size_t bytes) {
-    hcomm_sim_shape_t sh;
-    assert_int_equal(hcomm_sim_shape_regular(&sh, 1, 2), 0);
     hcomm_sim_call_t c = {
         .algo = hcomm_algo_find(HCOMM_COLL_ALLREDUCE, "recursive_doubling"),
         .count = bytes / 4,
         .esize = 4};
-    hcomm_sim_result_t r;
-    char err[512];
-    assert_int_equal(hcomm_sim_run(m, &sh, &c, &r, err, sizeof(err)),
-                     HCOMM_SUCCESS);
-    hcomm_sim_shape_free(&sh);
-    return r.time;
+    return sim_time(m, 1, 2, &c);
 }
 
 /* UCX's copy protocols: the sender's CPU copies in, the receiver's out. */
