@@ -139,29 +139,57 @@ __device__ void copy(void *dst, const void *src, size_t n) {
     reduce_span<T, OP>(s, threadIdx.x, blockDim.x);
 }
 
-// One-shot allreduce of a round whose slice in this block has at most
-// ONESHOT_SMALL elements: plain per-thread loads and stores, no Span. A Span
-// (and the areas' table), indexed at run time, lives in local memory,
-// which every thread of the block zeroed and wrote first: on the H200
-// that was most of a small call's time in the kernel. Reduces in rank
-// order, as reduce_span does, so every rank's result is the same bits.
-constexpr size_t ONESHOT_SMALL = 2 * HCOMM_IPC_THREADS;
+// One-shot allreduce of a round whose slice in this block is at most
+// ONESHOT_SMALL bytes (a 16-byte vector a thread): plain per-thread loads
+// and stores, no Span. A Span (and the areas' table), indexed at run
+// time, lives in local memory, which every thread of the block zeroed and
+// wrote first: on the H200 that was most of a small call's time in the
+// kernel. Vectors where the buffers allow (the areas and the slice's start
+// are 16-byte aligned), elements otherwise. Reduces in rank order, as
+// reduce_span does, so every rank's result is the same bits.
+constexpr size_t ONESHOT_SMALL = 16 * HCOMM_IPC_THREADS;
 template <typename T, typename OP>
 __device__ bool oneshot_small(const hcomm_ipc_kargs_t &a, uint64_t epoch,
                               const T *in, T *out, size_t lo, size_t hi) {
     using A = Acc<T>;
     using C = typename A::type;
+    constexpr size_t W = 16 / sizeof(T);
     const size_t at = HCOMM_IPC_FLAG_BYTES + (epoch & 1) * a.area_bytes;
-    for (size_t i = lo + threadIdx.x; i < hi; i += blockDim.x)
-        reinterpret_cast<T *>(a.ws[a.rank] + at)[i] = in[i];
+    const bool vec = ((uintptr_t)(in + lo) | (uintptr_t)(out + lo)) % 16 == 0;
+    const size_t nv = vec ? (hi - lo) / W : 0, mid = lo + nv * W;
+    T *mine = reinterpret_cast<T *>(a.ws[a.rank] + at);
+    for (size_t v = threadIdx.x; v < nv; v += blockDim.x)
+        reinterpret_cast<uint4 *>(mine + lo)[v] =
+            reinterpret_cast<const uint4 *>(in + lo)[v];
+    for (size_t i = mid + threadIdx.x; i < hi; i += blockDim.x)
+        mine[i] = in[i];
     signal_peers(a, 0, epoch);
     if (!wait_peers(a, 0, epoch)) return false;
-    for (size_t i = lo + threadIdx.x; i < hi; i += blockDim.x) {
-        C acc = A::load(load_cg(reinterpret_cast<const T *>(a.ws[0] + at) + i));
+    auto area = [&](int p) {
+        return reinterpret_cast<const T *>(a.ws[p] + at);
+    };
+    for (size_t v = threadIdx.x; v < nv; v += blockDim.x) {
+        C acc[W];
+        uint4 x = __ldcg(reinterpret_cast<const uint4 *>(area(0) + lo) + v);
+        for (size_t e = 0; e < W; e++)
+            acc[e] = A::load(reinterpret_cast<const T *>(&x)[e]);
+        for (int p = 1; p < a.nranks; p++) {
+            x = __ldcg(reinterpret_cast<const uint4 *>(area(p) + lo) + v);
+            for (size_t e = 0; e < W; e++)
+                acc[e] = OP::apply(acc[e],
+                                   A::load(reinterpret_cast<const T *>(&x)[e]));
+        }
+        uint4 o;
+        for (size_t e = 0; e < W; e++) {
+            if (a.divisor > 1) acc[e] = divide(acc[e], a.divisor);
+            reinterpret_cast<T *>(&o)[e] = A::store(acc[e]);
+        }
+        reinterpret_cast<uint4 *>(out + lo)[v] = o;
+    }
+    for (size_t i = mid + threadIdx.x; i < hi; i += blockDim.x) {
+        C acc = A::load(load_cg(area(0) + i));
         for (int p = 1; p < a.nranks; p++)
-            acc = OP::apply(
-                acc, A::load(load_cg(reinterpret_cast<const T *>(a.ws[p] + at) +
-                                     i)));
+            acc = OP::apply(acc, A::load(load_cg(area(p) + i)));
         if (a.divisor > 1) acc = divide(acc, a.divisor);
         out[i] = A::store(acc);
     }
@@ -198,7 +226,7 @@ __global__ void __launch_bounds__(HCOMM_IPC_THREADS, 1)
         size_t lo, hi;
         if (a.kind == HCOMM_IPC_ONESHOT) {
             hcomm_ipc_slice(a.piece, len, 1, 0, nb, b, vw, &lo, &hi);
-            if (hi - lo <= ONESHOT_SMALL) {
+            if ((hi - lo) * sizeof(T) <= ONESHOT_SMALL) {
                 if (!oneshot_small<T, OP>(a, epoch, in + off, out + off, lo,
                                           hi))
                     return;
