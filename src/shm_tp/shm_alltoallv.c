@@ -4,10 +4,11 @@
  * digests of its counts, whether peers may read its send buffer directly),
  * a table (per peer: where the block for it lies, in the record where the
  * record is whole, else in the send buffer; its length; and the length
- * this rank expects back), then the blocks. The head sits in the round's ring
- * entry, on the arrive counter's line; the record with it where it fits, else
- * in the slot of the round's parity. A record too large for the slot leaves its
- * blocks out, and its table too where even that does not fit.
+ * this rank expects back), then the blocks. The head sits in the round's
+ * ring entry, on the arrive counter's line; the record with it where it
+ * fits, else in the slot of the round's parity. A record too large for the
+ * slot leaves its blocks out, and its table too where even that does not
+ * fit.
  *
  * Once every record is published, every rank sees the same heads and takes
  * the same route:

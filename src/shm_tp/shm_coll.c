@@ -1002,9 +1002,9 @@ void hcomm_shm_op_describe(const hcomm_shm_op_t *op, char *out, size_t len) {
 #define CMA_MIN_BLOCK (64u << 10)      /* allgather block, more ranks */
 /* Reduce through the slots up to SLOTS_MAX_REDUCE (the buffer): one-shot
  * at the root up to AllReduce's one-shot limit, then two-shot (the ranks
- * reduce a block each, the root copies them); larger, the plans. At 2
- * ranks one-shot at every size. Gather,
- * scatter and alltoall through the slots (two copies of each byte, from cache)
+ * reduce a block each, the root copies them); larger, the plans; at 2
+ * ranks one-shot at every size. Gather, scatter and alltoall through the
+ * slots (two copies of each byte, from cache)
  * up to HCOMM_SHM_SLOTS_MAX_MOVE (all blocks), then direct reads (one copy)
  * where the kernel allows them, else the plans (at 2 ranks scatter and
  * alltoall read directly from HCOMM_SHM_DIRECT_MIN_2). alltoallv always
@@ -1058,8 +1058,8 @@ hcomm_shm_algo_t hcomm_shm_select(const hcomm_shm_t *shm, hcomm_coll_t coll,
     case HCOMM_COLL_REDUCE: /* bytes: the whole buffer */
         /* 2 ranks: the root reduces one slot while its peer fills the
          * other, at every size. Here, against MPI in the same runs:
-         * 64 KiB-256 KiB 0.98-1.5x (two-shot 0.71-0.96x), 512 KiB-64 MiB
-         * 1.4-1.7x (the plans 0.85-1.0x). */
+         * 128 KiB 0.96-1.07x (two-shot 0.69-0.72x), 512 KiB-64 MiB
+         * 1.49-1.77x (the plans 0.82-0.99x). */
         if (peers == 1) return HCOMM_SHM_ONESHOT;
         if (bytes > SLOTS_MAX_REDUCE) return HCOMM_SHM_NONE;
         /* as AllReduce's: the root alone does what every rank of a
