@@ -1045,9 +1045,13 @@ hcomm_shm_algo_t hcomm_shm_select(const hcomm_shm_t *shm, hcomm_coll_t coll,
     case HCOMM_COLL_ALLGATHERV: /* bytes: all blocks */
         /* 2 ranks, 128-256 KiB in all: direct reads 1.05-1.08x MPI, the
          * slots 0.70-0.74x; from 512 KiB the slots 1.2-1.4x, direct reads
-         * 1.0x (here, whatever the buffers' sizes and places) */
-        if (shm->cma && peers == 1 && bytes >= 2 * HCOMM_SHM_DIRECT_MIN_2 &&
-            bytes <= 4 * HCOMM_SHM_DIRECT_MIN_2)
+         * 1.0x (here, whatever the buffers' sizes and places); past the
+         * slots' 2 MiB direct reads again, 0.98-1.07x where the plans took
+         * 0.92-0.96x (4-64 MiB) */
+        if (shm->cma && peers == 1 &&
+            ((bytes >= 2 * HCOMM_SHM_DIRECT_MIN_2 &&
+              bytes <= 4 * HCOMM_SHM_DIRECT_MIN_2) ||
+             bytes > HCOMM_SHM_SLOTS_MAX_MOVE))
             return HCOMM_SHM_CMA;
         /* fall through */
     case HCOMM_COLL_REDUCE_SCATTERV:

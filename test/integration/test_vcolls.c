@@ -37,8 +37,12 @@ static size_t pattern_count(int p, int i, int j) {
     case 3:
         return a == b && a == nranks - 1 ? 1031 : (size_t)(a + b) % 3;
     default: /* one block between the first and last rank larger than a
-              * shared-memory slot, the others small */
-        return a == 0 && b == nranks - 1 ? (1u << 19) + 3 : (size_t)(a + b) % 2;
+              * shared-memory slot, and the last rank's own (allgatherv's
+              * block, past the segment's 2 MiB in all from 4-byte
+              * types), the others small */
+        return (a == 0 && b == nranks - 1) || (a == b && a == nranks - 1)
+                   ? (1u << 19) + 3
+                   : (size_t)(a + b) % 2;
     }
 }
 
