@@ -3,9 +3,9 @@
  * and not, blocking and non-blocking (the count arrays overwritten as soon
  * as the call returns), counts that differ per rank (and per pair) with
  * zeros, ones, odd counts and large ones (an allgatherv past the shared
- * segment's 2 MiB), blocks placed out of rank
- * order with gaps; results compared bit for bit with reference.h, and the
- * gaps must keep what they held. Then bad arguments: refused with
+ * segment's 2 MiB), blocks placed out of rank order with gaps; results
+ * compared bit for bit with reference.h, and the gaps must keep what they
+ * held. Then bad arguments: refused with
  * a message, nothing sent. Built with HCOMM_TEST_ON_GPU
  * (test/gpu/test_cuda_vcolls), the same cases run on device copies of the
  * buffers; without a GPU that one skips (exit 77). */
