@@ -90,6 +90,12 @@ static const head_t *head_of(const hcomm_shm_t *shm, int r, uint64_t seq) {
                                                       sizeof(head_t));
 }
 
+/* Whether a record of bytes (its head's) is published whole, blocks and
+ * all: UINT64_MAX marks one that is not (record_head). */
+static int is_whole(uint64_t bytes) {
+    return bytes != UINT64_MAX;
+}
+
 /* Rank r's head: this rank's own from the op. */
 static const head_t *head_at(hcomm_shm_op_t *op, int r) {
     return r == op->shm->rank ? own_head(op) : head_of(op->shm, r, op->seq);
@@ -213,7 +219,7 @@ void hcomm_shm_a2av_publish(hcomm_shm_op_t *op) {
     if (published > sizeof(*head)) {
         block_t *table = (block_t *)(void *)(rec + sizeof(*head));
         uint64_t at = table_bytes(shm);
-        int whole = published == head->bytes;
+        int whole = is_whole(head->bytes);
         for (size_t j = 0; j < n; j++) {
             table[j] = (block_t){whole ? at : from[j], len[j], expects[j]};
             if (whole && len[j]) {
@@ -224,7 +230,7 @@ void hcomm_shm_a2av_publish(hcomm_shm_op_t *op) {
     }
     /* Where the blocks stay out, peers may read them in the send buffer:
      * not in place, where this rank writes what it receives over them. */
-    if (published < head->bytes && published > sizeof(*head) && shm->cma &&
+    if (!is_whole(head->bytes) && published > sizeof(*head) && shm->cma &&
         op->sendbuf != op->recvbuf) {
         hcomm_shm_info_t *info = hcomm_shm_info(shm, me);
         int p = (int)(op->seq & 1);
@@ -280,7 +286,7 @@ static hcomm_status_t copy_blocks(hcomm_shm_op_t *op) {
     for (int k = 1; k < n; k++) {
         int r = hcomm_shm_rotated(shm, k);
         uint64_t rec_bytes = head_of(shm, r, op->seq)->bytes;
-        int whole = rec_bytes != UINT64_MAX;
+        int whole = is_whole(rec_bytes);
         const char *rec = hcomm_shm_in(shm, r, op->seq, rec_bytes);
         const block_t *b = table_of(shm, r, op->seq) + me;
         /* as long as this rank expects, and within the peer's record */
@@ -337,8 +343,8 @@ hcomm_status_t hcomm_shm_a2av_copy(hcomm_shm_op_t *op) {
         const head_t *h = head_at(op, r);
         sent += h->sent;
         expected += h->expected;
-        whole &= h->bytes != UINT64_MAX;
-        reachable &= h->bytes != UINT64_MAX || h->readable == 1;
+        whole &= is_whole(h->bytes);
+        reachable &= is_whole(h->bytes) || h->readable == 1;
         if (h->largest > largest) largest = h->largest;
     }
     if (sent != expected) return mismatch(op);
@@ -352,6 +358,6 @@ hcomm_status_t hcomm_shm_a2av_copy(hcomm_shm_op_t *op) {
     }
     /* Peers read this rank's send buffer: it stays until they are done
      * (shm_coll.c waits for that before the call returns). */
-    if (own_head(op)->bytes == UINT64_MAX) op->algo = HCOMM_SHM_CMA;
+    if (!is_whole(own_head(op)->bytes)) op->algo = HCOMM_SHM_CMA;
     return copy_blocks(op);
 }
