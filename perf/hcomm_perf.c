@@ -51,6 +51,7 @@ typedef struct {
     int warned_mpi_count; /* a count past INT_MAX was reported */
     int warmed;           /* the run's first size had its longer warmup */
     char nccl_na[160];    /* --nccl: why NCCL cannot run, or "" */
+    perf_placement_t *placement; /* NULL: no core round trip reported */
     /* the v-forms' counts and displacements (equal blocks), per rank */
     size_t *vcounts, *vdispls;
     int *mcounts, *mdispls;
@@ -1062,11 +1063,12 @@ static void add_wrong(long long total[2], const perf_row_t *row) {
 /* Every rank runs every size; rank 0 alone prints. */
 static void run_coll(perf_ctx_t *c, perf_coll_t coll, long long wrong[2]) {
     const perf_opts_t *o = &c->opts;
-    perf_summary_t summary = {{0, 0}, {0, 0}, {0, 0}, 0, NULL, 0, 0};
+    perf_summary_t summary = {{0, 0}, {0, 0}, {0, 0}, 0, NULL, 0, 0, {-1, -1}};
     size_t bytes = coll == PERF_BARRIER ? 0 : o->minbytes;
     perf_row_t row;
     if (c->rank == 0)
         perf_print_header(o, coll, c->nranks, mpi_na_reason(c, coll));
+    summary.round_trip_ns[0] = perf_placement_round_trip_ns(c->placement);
     do {
         if (!bench_size(c, coll, bytes, &row)) continue;
         add_wrong(wrong, &row); /* the counts are global: all ranks agree */
@@ -1075,6 +1077,7 @@ static void run_coll(perf_ctx_t *c, perf_coll_t coll, long long wrong[2]) {
             perf_summary_add(&summary, &row);
         }
     } while (coll != PERF_BARRIER && next_size(o, &bytes));
+    summary.round_trip_ns[1] = perf_placement_round_trip_ns(c->placement);
     if (c->rank == 0) perf_print_summary(o, &summary);
     perf_summary_free(&summary);
 }
@@ -1099,8 +1102,10 @@ static int run_all(perf_ctx_t *c) {
         if (st != HCOMM_SUCCESS) die_hcomm(c, "hcomm_comm_create", st);
     }
     print_env(c);
+    c->placement = perf_placement_create();
     for (int coll = first; coll <= last; coll++)
         run_coll(c, (perf_coll_t)coll, wrong);
+    perf_placement_free(c->placement);
     if (c->comm != HCOMM_COMM_NULL && hcomm_comm_free(&c->comm) != 0)
         fprintf(stderr, "hcomm_perf: rank %d: hcomm_comm_free: %s\n", c->rank,
                 hcomm_last_error());

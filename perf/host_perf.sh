@@ -69,8 +69,11 @@ for n in $ranks; do
         median=$(sed -n 's/^# Median ratio: //p' "$log")
         # rows where MPI is faster: the ratio (last column) below 1
         slower=$(awk '$1 ~ /^[0-9]+$/ && NF > 10 && $NF + 0 < 1 { printf "%s(%s) ", $1, $NF }' "$log")
-        printf '%-16s %2d ranks  median ratio %-6s  MPI faster at: %s\n' \
-            "$coll" "$n" "${median:-n/a}" "${slower:-none}" >>"$out/summary.txt"
+        # far-apart cores (placement.c) make a run incomparable: say so
+        trip=$(sed -n 's/^# Core round trip, node ranks 0-1: //p' "$log")
+        printf '%-16s %2d ranks  median ratio %-6s  MPI faster at: %s%s\n' \
+            "$coll" "$n" "${median:-n/a}" "${slower:-none}" \
+            "${trip:+  (core round trip $trip)}" >>"$out/summary.txt"
     done
 done
 cat "$out/summary.txt"

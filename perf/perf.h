@@ -4,6 +4,7 @@
  *   hcomm_perf.c   options, the timing loop, main
  *   perf_report.c  type and collective tables, test data and its checking,
  *                  text and JSON output
+ *   placement.c    how far apart the cores of a node's ranks 0 and 1 are
  *
  * Not part of the library: nothing here is installed.
  */
@@ -134,6 +135,7 @@ typedef struct {
     int checked; /* some row had its results checked */
     double *ratios;
     size_t nratios, cap;
+    double round_trip_ns[2]; /* before and after (placement.c); < 0: n/a */
 } perf_summary_t;
 
 /* --- perf_report.c: data ------------------------------------------------ */
@@ -163,6 +165,12 @@ void perf_print_header(const perf_opts_t *o, perf_coll_t coll, int nranks,
 void perf_print_row(const perf_opts_t *o, const perf_row_t *row, int nranks);
 void perf_summary_add(perf_summary_t *s, const perf_row_t *row);
 void perf_print_summary(const perf_opts_t *o, perf_summary_t *s);
+typedef struct perf_placement perf_placement_t;
+/* NULL where MPI could not make the shared window: no figure is printed. */
+perf_placement_t *perf_placement_create(void);
+double perf_placement_round_trip_ns(perf_placement_t *p);
+void perf_placement_free(perf_placement_t *p);
+
 void perf_summary_free(perf_summary_t *s);
 
 /* --- perf_cuda.c (built with CUDA) ------------------------------------- */

@@ -684,6 +684,22 @@ static void print_avg_busbw(const perf_opts_t *o, const perf_summary_t *s) {
     printf("\n");
 }
 
+/* placement.c says why: a table taken while the cores were far apart is
+ * not comparable with one taken while they were near. */
+static void print_round_trip(const perf_summary_t *s) {
+    if (s->round_trip_ns[0] < 0 && s->round_trip_ns[1] < 0) return;
+    printf("# Core round trip, node ranks 0-1:");
+    for (int i = 0; i < 2; i++) {
+        printf("%s ", i ? "," : "");
+        if (s->round_trip_ns[i] < 0)
+            printf("n/a");
+        else
+            printf("%.0f ns", s->round_trip_ns[i]);
+        printf(i ? " after" : " before");
+    }
+    printf("\n");
+}
+
 void perf_print_summary(const perf_opts_t *o, perf_summary_t *s) {
     if (o->json) return;
     print_avg_busbw(o, s);
@@ -701,6 +717,7 @@ void perf_print_summary(const perf_opts_t *o, perf_summary_t *s) {
         printf("# Wrong elements: hcomm %lld, %s %lld %s\n", s->wrong[0],
                o->baseline, s->wrong[1],
                s->wrong[0] || s->wrong[1] ? "FAILED" : "OK");
+    print_round_trip(s);
     printf("#\n");
 }
 
