@@ -165,13 +165,17 @@ void perf_print_header(const perf_opts_t *o, perf_coll_t coll, int nranks,
 void perf_print_row(const perf_opts_t *o, const perf_row_t *row, int nranks);
 void perf_summary_add(perf_summary_t *s, const perf_row_t *row);
 void perf_print_summary(const perf_opts_t *o, perf_summary_t *s);
+void perf_summary_free(perf_summary_t *s);
+
+/* --- placement.c -------------------------------------------------------- */
+
 typedef struct perf_placement perf_placement_t;
 /* NULL where MPI could not make the shared window: no figure is printed. */
 perf_placement_t *perf_placement_create(void);
+/* Collective over each node's ranks; node rank 0 gets the median round
+ * trip in ns, the others and a broken probe -1. */
 double perf_placement_round_trip_ns(perf_placement_t *p);
 void perf_placement_free(perf_placement_t *p);
-
-void perf_summary_free(perf_summary_t *s);
 
 /* --- perf_cuda.c (built with CUDA) ------------------------------------- */
 

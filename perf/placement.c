@@ -1,6 +1,6 @@
 /*
- * How far apart the cores of the first node's ranks 0 and 1 are: the round
- * trip of one cache line between them through MPI shared memory.
+ * How far apart the cores of a node's ranks 0 and 1 are: the round trip of
+ * one cache line between them through MPI shared memory.
  *
  * Why hcomm_perf reports it: a virtual machine's host may move the vCPUs
  * apart (to another socket) for seconds to minutes at a time. On the
@@ -82,8 +82,6 @@ perf_placement_t *perf_placement_create(void) {
     return p;
 }
 
-/* Collective over each node's ranks. On node rank 0: the median round trip
- * in ns, or -1 where there is no second rank or it did not answer. */
 double perf_placement_round_trip_ns(perf_placement_t *p) {
     if (!p || p->broken || p->rank >= 2) return -1;
     MPI_Barrier(p->node);
