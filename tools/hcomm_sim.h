@@ -19,7 +19,9 @@
  * Messages up to eager_bytes leave when sent; larger ones wait for the
  * receive (a rendezvous, one latency more). With UCX's copy protocols in
  * the model (copy_bytes), messages up to copy_bytes leave when sent too,
- * and the sender's and the receiver's CPU pay for copying them.
+ * and the sender's and the receiver's CPU pay for copying them; a larger
+ * one inside a node is read by the receiver's CPU (UCX's CMA get), which
+ * neither reduces nor copies anything else meanwhile.
  *
  * Scale. When the nodes are equal and numbered node-major, many plans are
  * the same on every node up to renaming nodes: a shift (rings) or an

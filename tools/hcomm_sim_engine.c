@@ -205,7 +205,17 @@ static double reserve(sim_t *s, const msg_t *g, double t) {
         for (int i = 1; i < s->nchan; i++)
             if (ch[i] < *best) best = &ch[i];
         if (*best > start) start = *best;
+        /* With UCX's protocols in the model (copy_bytes), a rendezvous
+         * inside a node is one copy that the receiver's CPU makes (CMA
+         * get): that CPU reduces nothing meanwhile. Without them, the
+         * selection table's model, a copy channel moves it. */
+        rep_t *r = g->eager || !s->m->copy_bytes ? NULL : &s->reps[g->r_rep];
+        if (r && r->cpu_free > start) start = r->cpu_free;
         *best = start + b / ((ebw > 0 ? ebw : s->m->bw[SIM_NODE]) * s->speed);
+        if (r) {
+            r->cpu_free = *best;
+            r->cpu_last = GID(g->r_rep, g->r_step);
+        }
         return *best;
     }
     double *out =
