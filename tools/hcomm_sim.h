@@ -75,6 +75,10 @@ typedef struct {
      * node the copies are the move (shared memory): no copy channel. */
     size_t copy_bytes;
     double copy_rate[SIM_LEVELS]; /* bytes/s */
+    /* A copied message of more than one fragment (over eager_bytes) goes
+     * by UCX's multi-fragment protocol, whose receiver pays copy_start
+     * (seconds of its CPU) once before copying the first fragment out. */
+    double copy_start[SIM_LEVELS];
 } hcomm_sim_model_t;
 
 /* Nodes numbered by their lowest rank, as topo.h numbers them. */

@@ -400,11 +400,18 @@ static void classify(sim_t *s, msg_t *g) {
     g->eager = g->copies || g->bytes <= m->eager_bytes;
 }
 
-/* The receiver's CPU copies the message out once it is free, and does
- * nothing else until the last fragment is out. The receive ends then. */
+/* The receiver's fixed cost of a message of several fragments (UCX's
+ * multi-fragment protocol); one fragment goes by plain eager copies. */
+static double multi_start(const sim_t *s, const msg_t *g) {
+    return g->bytes > s->m->eager_bytes ? s->m->copy_start[g->level] : 0;
+}
+
+/* The receiver's CPU copies the message out once it is free, after the
+ * protocol's start, and does nothing else until the last fragment is out.
+ * The receive ends then. */
 static void copy_out(sim_t *s, msg_t *g, int32_t id, double t) {
     rep_t *r = &s->reps[g->r_rep];
-    double start = fmax(t, r->cpu_free);
+    double start = fmax(t, r->cpu_free) + multi_start(s, g);
     r->cpu_free =
         fmax(start + copy_time(s, g, g->bytes), g->last + first_fragment(s, g));
     r->cpu_last = GID(g->r_rep, g->r_step);
