@@ -65,6 +65,11 @@ typedef struct {
      * the node and on the CPU (0: no such effect). */
     size_t cache_bytes;
     double cached_speedup;
+    /* Inside a node a message's copies go at that speed only between
+     * ranks that share the cache (local ranks in one group of
+     * cache_ranks; 0: all); others read lines from another core's cache,
+     * at the uncached rate. */
+    int cache_ranks;
     size_t eager_bytes;
     size_t chunk_bytes; /* the plans' HCOMM_CHUNK_SIZE */
     /* UCX's copy protocols (0: off, the above alone): a message up to

@@ -329,7 +329,10 @@ def main():
             "levels": {"node": {}, "nic": {}, "switch": {}},
             "cpu": {"reduce_GBps": cpu["reduce_GBps"],
                     "copy_GBps": cpu["copy_GBps"], "overhead_us": 0.3,
-                    "cache_bytes": l2, "cached_speedup": 1.0},
+                    "cache_bytes": l2, "cached_speedup": 1.0,
+                    # the speedup is fitted between the 2 ranks of the
+                    # fit, and holds between such pairs only
+                    "cache_ranks": 2},
             # UCX_PROTO_INFO on the 16-core host: one eager fragment up
             # to 6 KiB, multi-fragment copies past it
             "eager_bytes": 6144}

@@ -192,6 +192,17 @@ static double latency(const sim_t *s, int level) {
     return l;
 }
 
+/* The cache's speedup for a message's copies: only between ranks of a
+ * node that share the cache; another pair's receiver reads the lines from
+ * the sender's core, at the uncached rate. */
+static double msg_speed(const sim_t *s, const msg_t *g) {
+    int k = s->m->cache_ranks;
+    if (g->level == SIM_NODE && k > 0 &&
+        s->sh->local[g->src] / k != s->sh->local[g->dst] / k)
+        return 1;
+    return s->speed;
+}
+
 /* Reserves the message's resources from t; returns when it has moved its
  * bytes (the arrival adds the latency). */
 static double reserve(sim_t *s, const msg_t *g, double t) {
@@ -211,7 +222,8 @@ static double reserve(sim_t *s, const msg_t *g, double t) {
          * selection table's model, a copy channel moves it. */
         rep_t *r = g->eager || !s->m->copy_bytes ? NULL : &s->reps[g->r_rep];
         if (r && r->cpu_free > start) start = r->cpu_free;
-        *best = start + b / ((ebw > 0 ? ebw : s->m->bw[SIM_NODE]) * s->speed);
+        *best = start +
+                b / ((ebw > 0 ? ebw : s->m->bw[SIM_NODE]) * msg_speed(s, g));
         if (r) {
             r->cpu_free = *best;
             r->cpu_last = GID(g->r_rep, g->r_step);
@@ -384,7 +396,8 @@ static void matched(sim_t *s, int32_t id) {
  * once it has arrived. Seconds of one side's copy of bytes: */
 static double copy_time(const sim_t *s, const msg_t *g, uint64_t bytes) {
     double rate = s->m->copy_rate[g->level];
-    return (double)bytes / ((rate > 0 ? rate : s->m->copy_bw) * s->speed);
+    return (double)bytes /
+           ((rate > 0 ? rate : s->m->copy_bw) * msg_speed(s, g));
 }
 
 static double first_fragment(const sim_t *s, const msg_t *g) {
