@@ -9,7 +9,10 @@ Run from a build directory, as root (for the network namespaces):
    each link level's latency and bandwidth fitted so that the simulator
    reproduces hcomm_perf's 2-rank recursive-doubling allreduce (8 to 512 B:
    latency; 2 and 16 MiB: bandwidth; 256 KiB, whose buffers fit in a
-   core's L2: the cache's speedup; 32 KiB: the rate of UCX's copies, which
+   core's L2: the cache's speedup, which holds between ranks of the fit's
+   pairs only (cache_ranks 2); 16 KiB: the fixed start of UCX's
+   multi-fragment copies, past one 6 KiB fragment; 32 KiB: the rate of
+   UCX's copies, which
    both CPUs make for messages up to --copy-bytes, by default 262143, where
    UCX's shared-memory copy protocols end (256 KiB goes by rendezvous);
    --copy-bytes 0: the model without them, as hcomm_sim_here.json and
