@@ -18,12 +18,17 @@
 #include <mpi.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #define LINE 128 /* two cache lines: no false sharing on prefetch */
 #define WARMUP_TRIPS 200
 #define TIMED_TRIPS 1000    /* per batch: 0.1-0.5 ms */
 #define BATCHES 5           /* the median batch is reported */
 #define GIVE_UP_SECONDS 1.0 /* a peer that never answers: n/a */
+/* Rank 0 stops a probe that takes longer: the two ranks then share their
+ * cores with other work, and trips wait for time slices. */
+#define BUDGET_SECONDS 0.05
+#define STOP (-1L) /* rank 0's word to rank 1: the probe is over */
 
 struct perf_placement {
     MPI_Comm node;
@@ -34,12 +39,15 @@ struct perf_placement {
     int broken;
 };
 
-/* Spins until *line holds want; 0 after GIVE_UP_SECONDS. The clock only
- * once the line is late: reading it costs a fifth of a round trip. */
+/* Spins until *line holds want (1), or STOP, or for GIVE_UP_SECONDS (0).
+ * The clock only once the line is late: reading it costs a fifth of a
+ * round trip. */
 static int await(_Atomic long *line, long want) {
     double start = 0;
     for (unsigned polls = 1;; polls++) {
-        if (atomic_load_explicit(line, memory_order_acquire) == want) return 1;
+        const long v = atomic_load_explicit(line, memory_order_acquire);
+        if (v == want) return 1;
+        if (v == STOP) return 0;
         if ((polls & 1023) != 0) continue;
         const double t = MPI_Wtime();
         if (start == 0)
@@ -68,7 +76,9 @@ perf_placement_t *perf_placement_create(void) {
         free(p);
         return NULL;
     }
-    p->broken = size < 2;
+    /* with more ranks than cores a round trip measures the scheduler's
+     * time slices (milliseconds), not the cores */
+    p->broken = size < 2 || size > sysconf(_SC_NPROCESSORS_ONLN);
     if (!p->broken && p->rank < 2) {
         MPI_Aint got;
         int unit;
@@ -86,24 +96,28 @@ double perf_placement_round_trip_ns(perf_placement_t *p) {
     if (!p || p->broken || p->rank >= 2) return -1;
     MPI_Barrier(p->node);
     double batch_ns[BATCHES];
+    const double start = MPI_Wtime();
     int ok = 1;
     for (int b = -1; b < BATCHES && ok; b++) {
         const int trips = b < 0 ? WARMUP_TRIPS : TIMED_TRIPS;
         const double t0 = MPI_Wtime();
         for (int i = 0; i < trips && ok; i++) {
             const long seq = ++p->seq;
-            if (p->rank == 0) {
-                atomic_store_explicit(p->mine, seq, memory_order_release);
+            if (p->rank == 1) {
                 ok = await(p->theirs, seq);
-            } else {
-                ok = await(p->theirs, seq);
-                atomic_store_explicit(p->mine, seq, memory_order_release);
+                if (ok)
+                    atomic_store_explicit(p->mine, seq, memory_order_release);
+                continue;
             }
+            atomic_store_explicit(p->mine, seq, memory_order_release);
+            ok = await(p->theirs, seq) &&
+                 ((i & 63) || MPI_Wtime() - start < BUDGET_SECONDS);
+            if (!ok) atomic_store_explicit(p->mine, STOP, memory_order_release);
         }
         if (b >= 0) batch_ns[b] = (MPI_Wtime() - t0) / trips * 1e9;
     }
     if (!ok) {
-        p->broken = 1; /* the two sequences no longer agree */
+        p->broken = 1; /* no more probes: the sequences no longer agree */
         return -1;
     }
     for (int i = 1; i < BATCHES; i++) /* insertion sort: 5 values */
