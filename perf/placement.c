@@ -3,7 +3,8 @@
  * one cache line between them through MPI shared memory.
  *
  * Why hcomm_perf reports it: a virtual machine's host may move the vCPUs
- * apart (to another socket) for seconds to minutes at a time. On the
+ * far apart (another socket or core complex; the guest cannot tell which)
+ * for seconds to minutes at a time. On the
  * 2-core machine this benchmark is developed on, the round trip then goes
  * from about 100 ns to about 500 ns, and every copy through shared memory
  * that a peer has just written slows with it: HCOMM's slots most (3x at
