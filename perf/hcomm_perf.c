@@ -917,11 +917,6 @@ static void warm(perf_ctx_t *c, const perf_layout_t *l, const perf_bufs_t *b,
     c->warmed = 1;
 }
 
-static int cmp_double(const void *a, const void *b) {
-    const double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 /* Trials alternate sides so that a burst of noise lands on both; a trial
  * is as slow as its slowest rank; the median drops outliers either way. */
 static void run_trials(const perf_ctx_t *c, const perf_layout_t *l,
@@ -933,10 +928,8 @@ static void run_trials(const perf_ctx_t *c, const perf_layout_t *l,
             if (on[side]) t[side][k] = timed_batch(c, l, b, side, iters[side]);
     MPI_Allreduce(MPI_IN_PLACE, t, 2 * PERF_TRIALS, MPI_DOUBLE, MPI_MAX,
                   MPI_COMM_WORLD);
-    for (int side = 0; side < 2; side++) {
-        qsort(t[side], PERF_TRIALS, sizeof(double), cmp_double);
-        median_us[side] = t[side][PERF_TRIALS / 2] * 1e6;
-    }
+    for (int side = 0; side < 2; side++)
+        median_us[side] = perf_median(t[side], PERF_TRIALS) * 1e6;
 }
 
 /* Wrong elements over all ranks, on data the timed runs never saw. */
@@ -1102,7 +1095,8 @@ static int run_all(perf_ctx_t *c) {
         if (st != HCOMM_SUCCESS) die_hcomm(c, "hcomm_comm_create", st);
     }
     print_env(c);
-    c->placement = perf_placement_create();
+    /* --json prints no summary, where the round trip goes */
+    c->placement = c->opts.json ? NULL : perf_placement_create();
     for (int coll = first; coll <= last; coll++)
         run_coll(c, (perf_coll_t)coll, wrong);
     perf_placement_free(c->placement);

@@ -166,6 +166,8 @@ void perf_print_row(const perf_opts_t *o, const perf_row_t *row, int nranks);
 void perf_summary_add(perf_summary_t *s, const perf_row_t *row);
 void perf_print_summary(const perf_opts_t *o, perf_summary_t *s);
 void perf_summary_free(perf_summary_t *s);
+/* The median of n values, which it sorts. */
+double perf_median(double *v, size_t n);
 
 /* --- placement.c -------------------------------------------------------- */
 

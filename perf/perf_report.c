@@ -671,6 +671,11 @@ static int cmp_double(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
+double perf_median(double *v, size_t n) {
+    qsort(v, n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
 static void print_avg_busbw(const perf_opts_t *o, const perf_summary_t *s) {
     const char *names[2] = {"hcomm", o->baseline};
     printf("# Avg bus bandwidth:");
@@ -706,12 +711,7 @@ void perf_print_summary(const perf_opts_t *o, perf_summary_t *s) {
     if (s->nratios == 0) {
         printf("# Median ratio: n/a\n");
     } else {
-        const size_t n = s->nratios;
-        qsort(s->ratios, n, sizeof *s->ratios, cmp_double);
-        const double med = n % 2
-                               ? s->ratios[n / 2]
-                               : (s->ratios[n / 2 - 1] + s->ratios[n / 2]) / 2;
-        printf("# Median ratio: %.2f\n", med);
+        printf("# Median ratio: %.2f\n", perf_median(s->ratios, s->nratios));
     }
     if (s->checked)
         printf("# Wrong elements: hcomm %lld, %s %lld %s\n", s->wrong[0],

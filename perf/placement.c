@@ -121,13 +121,7 @@ double perf_placement_round_trip_ns(perf_placement_t *p) {
         p->broken = 1; /* no more probes: the sequences no longer agree */
         return -1;
     }
-    for (int i = 1; i < BATCHES; i++) /* insertion sort: 5 values */
-        for (int j = i; j > 0 && batch_ns[j] < batch_ns[j - 1]; j--) {
-            const double t = batch_ns[j];
-            batch_ns[j] = batch_ns[j - 1];
-            batch_ns[j - 1] = t;
-        }
-    return batch_ns[BATCHES / 2];
+    return perf_median(batch_ns, BATCHES);
 }
 
 void perf_placement_free(perf_placement_t *p) {
