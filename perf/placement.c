@@ -37,7 +37,8 @@ struct perf_placement {
     int rank; /* in node; only 0 and 1 take part */
     _Atomic long *mine, *theirs;
     long seq;
-    int broken;
+    int off;     /* the same on every rank of the node: no probes */
+    int stopped; /* ranks 0 and 1 only: a probe failed, no more */
 };
 
 /* Spins until *line holds want (1), or STOP, or for GIVE_UP_SECONDS (0).
@@ -79,8 +80,8 @@ perf_placement_t *perf_placement_create(void) {
     }
     /* with more ranks than cores a round trip measures the scheduler's
      * time slices (milliseconds), not the cores */
-    p->broken = size < 2 || size > sysconf(_SC_NPROCESSORS_ONLN);
-    if (!p->broken && p->rank < 2) {
+    p->off = size < 2 || size > sysconf(_SC_NPROCESSORS_ONLN);
+    if (!p->off && p->rank < 2) {
         MPI_Aint got;
         int unit;
         char *other;
@@ -94,8 +95,11 @@ perf_placement_t *perf_placement_create(void) {
 }
 
 double perf_placement_round_trip_ns(perf_placement_t *p) {
-    if (!p || p->broken || p->rank >= 2) return -1;
+    /* every rank of the node, or ranks 0 and 1 would wait here for ranks
+     * already in the next collective, which waits for them */
+    if (!p || p->off) return -1;
     MPI_Barrier(p->node);
+    if (p->rank >= 2 || p->stopped) return -1;
     double batch_ns[BATCHES];
     const double start = MPI_Wtime();
     int ok = 1;
@@ -118,7 +122,7 @@ double perf_placement_round_trip_ns(perf_placement_t *p) {
         if (b >= 0) batch_ns[b] = (MPI_Wtime() - t0) / trips * 1e9;
     }
     if (!ok) {
-        p->broken = 1; /* no more probes: the sequences no longer agree */
+        p->stopped = 1; /* no more: the sequences no longer agree */
         return -1;
     }
     return perf_median(batch_ns, BATCHES);
