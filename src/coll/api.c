@@ -467,6 +467,7 @@ static hcomm_status_t run_ipc(const call_t *k, hcomm_comm_impl_t *c,
             &req->ipc, c, k->coll, k->sendbuf, k->recvbuf, k->count, k->dtype,
             k->op, k->root, k->on_stream ? k->stream : NULL, mem->cpu_visible);
     req->direct.devreg = req->ipc.devreg; /* sent with the agreement */
+    req->direct.devtail = req->ipc.devtail;
     if (st == HCOMM_SUCCESS)
         st = hcomm_request_start(req, c, k->coll, NULL, NULL, !out, 1);
     if (st != HCOMM_SUCCESS) {

@@ -109,6 +109,12 @@ static const cfg_entry_t table[HCOMM_CFG_COUNT] = {
     {"HCOMM_CUDA_IPC_BLOCKS", CFG_INT, "32", NULL,
      "Most thread blocks of a CUDA IPC kernel (1 to 64); each moves at "
      "least 32 KiB of a round, or 8 KiB in up to 8 blocks."},
+    {"HCOMM_CUDA_IPC_DIRECT_MIN", CFG_SIZE, "4M", NULL,
+     "Smallest CUDA IPC call (bytes per rank's buffer) that reads and "
+     "writes the peers' buffers in place: ordinary device buffers are then "
+     "mapped by the peers (CUDA IPC handles, kept until the communicator is "
+     "freed), and an AllReduce on such or registered buffers takes two "
+     "shots in place rather than one through the workspaces."},
     {"HCOMM_CUDA_NODE_STAGES_MAX", CFG_SIZE, "256K", NULL,
      "Largest AllReduce (bytes) of device memory on several nodes that runs "
      "as node stages (CUDA IPC inside a node, every local rank's rail "

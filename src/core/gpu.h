@@ -11,6 +11,7 @@
 #include "hcomm.h"
 
 #include <stddef.h>
+#include <stdint.h>
 
 typedef enum {
     HCOMM_MEM_HOST = 0, /* pageable host memory */
@@ -38,6 +39,10 @@ static inline hcomm_memtype_t hcomm_gpu_memtype(const void *p, int *device) {
     return hcomm_gpu_memtype_slow(p, device);
 }
 const char *hcomm_memtype_name(hcomm_memtype_t t);
+/* The device allocation holding p: CUDA's id for it (never reused in the
+ * process), its start and its size; -1 if p is in none. */
+int hcomm_gpu_alloc_range(const void *p, uint64_t *id, uintptr_t *base,
+                          size_t *bytes);
 
 /* A GPU can read and write it with kernels (pinned host memory is mapped
  * into every device on 64-bit UVA systems). */

@@ -15,6 +15,9 @@ enum {
     CU_ATTR_MEMORY_TYPE = 2,
     CU_ATTR_IS_MANAGED = 8,
     CU_ATTR_DEVICE_ORDINAL = 9,
+    CU_ATTR_BUFFER_ID = 7,
+    CU_ATTR_RANGE_START = 11,
+    CU_ATTR_RANGE_SIZE = 12,
     CU_MEMORYTYPE_HOST = 1,
     CU_MEMORYTYPE_DEVICE = 2,
     MAX_DEVICES = 64
@@ -107,6 +110,23 @@ hcomm_memtype_t hcomm_gpu_memtype_slow(const void *p, int *device) {
         return HCOMM_MEM_DEVICE;
     }
     return memtype == CU_MEMORYTYPE_HOST ? HCOMM_MEM_PINNED : HCOMM_MEM_HOST;
+}
+
+int hcomm_gpu_alloc_range(const void *p, uint64_t *id, uintptr_t *base,
+                          size_t *bytes) {
+    unsigned long long buffer_id = 0, start = 0;
+    size_t size = 0;
+    int attrs[3] = {CU_ATTR_BUFFER_ID, CU_ATTR_RANGE_START, CU_ATTR_RANGE_SIZE};
+    void *data[3] = {&buffer_id, &start, &size};
+    if (!hcomm_gpu_present ||
+        drv.pointer_attributes(3, attrs, data,
+                               (unsigned long long)(uintptr_t)p) ||
+        !buffer_id || !start)
+        return -1;
+    *id = buffer_id;
+    *base = (uintptr_t)start;
+    *bytes = size;
+    return 0;
 }
 
 int hcomm_gpu_device_count(void) {

@@ -144,6 +144,8 @@ static uint32_t request_seq(const struct hcomm_request *req) {
 static void release(struct hcomm_request *req) {
     hcomm_status_t st = req_status(req);
     hcomm_flight_end(&req->comm->flight, req->flight_call, st);
+    /* a CUDA IPC call learns at its launch whether it goes direct */
+    if (req->ipc.comm && req->ipc.k.direct) req->prof.algo = "ipc_direct";
     if (req->profiled) hcomm_profile_end(&req->prof, st);
     /* The ranks' calls no longer pair up: no later call can succeed. */
     if (st == HCOMM_ERR_MISMATCH) req->comm->broken = st;

@@ -24,7 +24,50 @@ typedef struct {
     cudaUUID_t gpu; /* which GPU the workspace is on */
 } ipc_card_t;
 
+/* How the tables of ordinary buffers (ipc_cards.h) reach CUDA. */
+static int card_range(void *ctx, const void *p, uint64_t *id, uintptr_t *base,
+                      size_t *bytes) {
+    (void)ctx;
+    return hcomm_gpu_alloc_range(p, id, base, bytes);
+}
+
+static int card_export(void *ctx, uintptr_t base, unsigned char handle[64]) {
+    (void)ctx;
+    cudaIpcMemHandle_t h;
+    _Static_assert(sizeof(h) == 64, "a CUDA IPC handle is 64 bytes");
+    if (cudaIpcGetMemHandle(&h, (void *)base) != cudaSuccess) {
+        /* memory CUDA will not export (a stream-ordered pool's, say): the
+         * error is taken here, not left for the next launch to report */
+        cudaGetLastError();
+        return -1;
+    }
+    memcpy(handle, &h, sizeof(h));
+    return 0;
+}
+
+static int card_map(void *ctx, const unsigned char handle[64], char **mapped) {
+    (void)ctx;
+    cudaIpcMemHandle_t h;
+    memcpy(&h, handle, sizeof(h));
+    cudaError_t e = cudaIpcOpenMemHandle((void **)mapped, h,
+                                         cudaIpcMemLazyEnablePeerAccess);
+    if (e == cudaSuccess) return 0;
+    cudaGetLastError();
+    HCOMM_LOG(HCOMM_LOG_INFO, "cuda ipc: cannot map a peer's buffer: %s",
+              cudaGetErrorString(e));
+    return -1;
+}
+
+static void card_unmap(void *ctx, char *mapped) {
+    (void)ctx;
+    cudaIpcCloseMemHandle(mapped);
+}
+
+static const hcomm_ipc_card_ops_t card_ops = {card_range, card_export, card_map,
+                                              card_unmap, NULL};
+
 static void release(hcomm_ipc_t *ipc, int rank, int nranks) {
+    hcomm_ipc_cards_free(ipc->cards);
     for (int p = 0; p < nranks; p++) {
         if (!ipc->ws[p]) continue;
         if (p == rank)
@@ -116,6 +159,8 @@ int hcomm_ipc_ready(hcomm_comm_impl_t *c, struct hcomm_gpu_ctx *ctx) {
     if (all_ok) {
         c->ipc = ipc;
         c->ipc_state = 1;
+        /* NULL (no memory): ordinary buffers then take the workspaces */
+        ipc->cards = hcomm_ipc_cards_new(c->rank, c->size, &card_ops);
         HCOMM_LOG(HCOMM_LOG_INFO,
                   "cuda ipc: communicator %u maps %d workspaces of %zu bytes",
                   (unsigned)c->id, c->size,

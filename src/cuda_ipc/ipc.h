@@ -39,6 +39,9 @@ typedef struct {
     /* AllReduce: every rank's registered buffers, filled in by the
      * agreement round (this rank's own by hcomm_ipc_op_init). */
     hcomm_shm_devreg_t devreg[HCOMM_IPC_MAX_RANKS];
+    /* and their cards (ipc_cards.h), last: hcomm_ipc_op_init clears the
+     * rest of the call alone */
+    hcomm_shm_devtail_t devtail[HCOMM_IPC_MAX_RANKS];
 } hcomm_ipc_op_t;
 
 /* Whether a call on device memory of coll, with bytes per rank's block (as

@@ -7,6 +7,7 @@
 
 #include <cuda_runtime_api.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -23,7 +24,8 @@ hcomm_status_t hcomm_ipc_op_init(hcomm_ipc_op_t *op, hcomm_comm_impl_t *c,
                                  int cpu_visible) {
     hcomm_ipc_t *ipc = c->ipc;
     size_t esize = hcomm_dtype_size(dtype);
-    memset(op, 0, sizeof(*op));
+    /* the tails are read only where a head says they were sent */
+    memset(op, 0, offsetof(hcomm_ipc_op_t, devtail));
     op->comm = c;
     op->dtype = dtype;
     op->op = rop;
@@ -73,11 +75,24 @@ hcomm_status_t hcomm_ipc_op_init(hcomm_ipc_op_t *op, hcomm_comm_impl_t *c,
      * whole buffers (a reduce-scatter's input and an allgather's output
      * hold every rank's block). */
     size_t len = count * esize, whole = len * (size_t)c->size;
+    size_t in_len = coll == HCOMM_COLL_REDUCE_SCATTER ? whole : len;
     hcomm_shm_devreg_t *mine = &op->devreg[c->rank];
-    hcomm_ipc_mem_find(c, in, coll == HCOMM_COLL_REDUCE_SCATTER ? whole : len,
-                       &mine->in_reg, &mine->in_off);
+    hcomm_ipc_mem_find(c, in, in_len, &mine->in_reg, &mine->in_off);
     hcomm_ipc_mem_find(c, out, coll == HCOMM_COLL_ALLGATHER ? whole : len,
                        &mine->out_reg, &mine->out_off);
+    /* Ordinary buffers of a large call are offered to the peers to map
+     * (ipc_cards.h): the input wherever a peer reads it, an allreduce's
+     * output, which peers write. Not managed memory (cpu_visible): CUDA
+     * exports no handle for it. */
+    int offers = !cpu_visible && ipc->cards &&
+                 len >= (size_t)hcomm_cfg_int(HCOMM_CFG_CUDA_IPC_DIRECT_MIN);
+    int reads_in = coll != HCOMM_COLL_BCAST || c->rank == root;
+    if (ipc->cards)
+        hcomm_ipc_cards_publish(
+            ipc->cards, offers && reads_in && !mine->in_reg ? in : NULL, in_len,
+            offers && coll == HCOMM_COLL_ALLREDUCE && !mine->out_reg ? out
+                                                                     : NULL,
+            len, mine, &op->devtail[c->rank]);
     return HCOMM_SUCCESS;
 }
 
@@ -99,32 +114,67 @@ static int needs_peer(const hcomm_ipc_kargs_t *k, int p, int output) {
     }
 }
 
-/* A call whose buffers are registered wherever it needs a peer's goes
- * direct: one round over the buffers themselves, no workspace. Every rank
- * sees the same registrations, so all decide alike. */
+/* Whether rank p's buffer (its output, or its input) can be reached in
+ * place: registered, or an ordinary buffer whose card every peer has
+ * mapped. Every rank sees the same agreement, so all answer alike. */
+static int in_place(const hcomm_ipc_op_t *op, int p, int output) {
+    const hcomm_shm_devreg_t *d = &op->devreg[p];
+    const hcomm_shm_devcard_t *card = &op->devtail[p].card[output];
+    return (output ? d->out_reg : d->in_reg) ||
+           (d->has_tail && card->id && card->confirmed);
+}
+
+/* Where rank p's buffer is in this process, len bytes; NULL if it is not
+ * mapped here after all. */
+static char *peer_buffer(const hcomm_ipc_op_t *op, int p, int output,
+                         size_t len) {
+    const hcomm_comm_impl_t *c = op->comm;
+    const hcomm_shm_devreg_t *d = &op->devreg[p];
+    uint32_t reg = output ? d->out_reg : d->in_reg;
+    if (reg)
+        return hcomm_ipc_mem_peer(c, reg, p, output ? d->out_off : d->in_off,
+                                  len);
+    if (p == c->rank) return output ? op->k.out : (char *)op->k.in;
+    return hcomm_ipc_cards_peer(c->ipc->cards, p, &op->devtail[p].card[output],
+                                len);
+}
+
+/* A call whose buffers can be reached in place wherever it needs a peer's
+ * goes direct: one round over the buffers themselves, no workspace. So
+ * does an allreduce that would take one shot, from
+ * HCOMM_CUDA_IPC_DIRECT_MIN: it then runs two-shot in place. */
 static hcomm_status_t go_direct(hcomm_ipc_op_t *op) {
     hcomm_comm_impl_t *c = op->comm;
     hcomm_ipc_kargs_t *k = &op->k;
-    if (needs_peer(k, 0, 0) < 0) return HCOMM_SUCCESS;
+    int tails = 0;
     for (int p = 0; p < c->size; p++)
-        if ((needs_peer(k, p, 0) && !op->devreg[p].in_reg) ||
-            (needs_peer(k, p, 1) && !op->devreg[p].out_reg))
-            return HCOMM_SUCCESS;
+        tails |= (int)op->devreg[p].has_tail;
+    if (tails) hcomm_ipc_cards_learn(c->ipc->cards, op->devreg, op->devtail);
     size_t esize = hcomm_dtype_size(op->dtype), len = k->count * esize;
     size_t whole = len * (size_t)c->size;
+    int one_shot = k->kind == HCOMM_IPC_ONESHOT;
+    if (one_shot) {
+        if (len < (size_t)hcomm_cfg_int(HCOMM_CFG_CUDA_IPC_DIRECT_MIN) ||
+            strcmp(hcomm_cfg_str(HCOMM_CFG_CUDA_IPC_ALGO), "oneshot") == 0)
+            return HCOMM_SUCCESS;
+        k->kind = HCOMM_IPC_TWOSHOT;
+    }
+    for (int p = 0; p < c->size; p++)
+        if ((needs_peer(k, p, 0) && !in_place(op, p, 0)) ||
+            (needs_peer(k, p, 1) && !in_place(op, p, 1))) {
+            if (one_shot) k->kind = HCOMM_IPC_ONESHOT;
+            return HCOMM_SUCCESS;
+        }
     size_t in_len = k->kind == HCOMM_IPC_REDUCE_SCATTER ? whole : len;
     for (int p = 0; p < c->size; p++) {
-        const hcomm_shm_devreg_t *d = &op->devreg[p];
         int in = needs_peer(k, p, 0), out = needs_peer(k, p, 1);
-        k->peer_in[p] =
-            in ? hcomm_ipc_mem_peer(c, d->in_reg, p, d->in_off, in_len) : NULL;
-        k->peer_out[p] =
-            out ? hcomm_ipc_mem_peer(c, d->out_reg, p, d->out_off, len) : NULL;
+        k->peer_in[p] = in ? peer_buffer(op, p, 0, in_len) : NULL;
+        k->peer_out[p] = out ? peer_buffer(op, p, 1, len) : NULL;
         if ((in && !k->peer_in[p]) || (out && !k->peer_out[p]))
             return c->broken = hcomm_error(
                        HCOMM_ERR_INVALID_ARG,
-                       "%s: rank %d's buffer is in registered device memory "
-                       "that this rank (%d) has freed, or beyond it",
+                       "%s: rank %d's buffer is not mapped on this rank (%d): "
+                       "registered device memory freed, or a call beyond it",
                        kind_name(k->kind), p, c->rank);
     }
     k->direct = 1;

@@ -4,6 +4,7 @@
 
 #include "core/gpu.h"
 #include "cuda_ipc/ipc.h"
+#include "cuda_ipc/ipc_cards.h"
 
 #include <stdint.h>
 
@@ -19,6 +20,7 @@ struct hcomm_ipc {
     unsigned long long *status_host, *status_dev, *done_host, *done_dev;
     uint64_t epoch; /* the next round's */
     int one_gpu;    /* every rank's workspace is on this rank's GPU */
+    hcomm_ipc_cards_t *cards; /* the peers' ordinary buffers mapped here */
     /* After a stream-ordered kernel, an event after it on the caller's
      * stream (which the caller may destroy: no handle to it is kept);
      * NULL when the last kernel ran on the communicator's own stream. */

@@ -155,11 +155,36 @@ hcomm_shm_algo_t hcomm_shm_select(const hcomm_shm_t *shm, hcomm_coll_t coll,
 
 /* Where a rank's buffers of a CUDA IPC call lie in registered device
  * memory (hcomm_mem_alloc_device): region ids (0: not registered) and
- * offsets. Each rank sends its own with the call's agreement round. */
+ * offsets. Each rank sends its own with the call's agreement round; a
+ * tail (hcomm_shm_devtail_t) follows where has_tail says so. */
 typedef struct {
     uint32_t in_reg, out_reg;
     uint64_t in_off, out_off;
+    uint32_t has_tail;
 } hcomm_shm_devreg_t;
+
+/* An ordinary device allocation its owner offers its peers to map
+ * (src/cuda_ipc/ipc_cards.h says how they agree that all have). */
+typedef struct {
+    uint64_t id;              /* CUDA's buffer id of the allocation; 0: none */
+    uint64_t off;             /* of the call's buffer in the allocation */
+    uint64_t bytes;           /* the allocation's */
+    uint32_t gen;             /* its number among its owner's offers */
+    uint32_t confirmed;       /* every peer has mapped it */
+    unsigned char handle[64]; /* cudaIpcMemHandle_t */
+} hcomm_shm_devcard_t;
+
+#define HCOMM_SHM_DEVTAIL_RANKS 16 /* HCOMM_IPC_MAX_RANKS */
+#define HCOMM_SHM_DEVTAIL_RETIRED 2
+
+/* What a rank's call on ordinary device buffers adds to its agreement. */
+typedef struct {
+    hcomm_shm_devcard_t card[2]; /* the input's and the output's */
+    /* per peer, the highest gen of its cards this rank has mapped */
+    uint32_t mapped[HCOMM_SHM_DEVTAIL_RANKS];
+    uint64_t unmappable; /* peers one of whose cards this rank could not map */
+    uint64_t retired[HCOMM_SHM_DEVTAIL_RETIRED]; /* ids freed: unmap */
+} hcomm_shm_devtail_t;
 
 /* alltoallv's record head (shm_alltoallv.c), in a rank's first-round
  * ring entry. */
@@ -204,6 +229,7 @@ typedef struct {
      * sent with the descriptor and the peers' read back before the round
      * ends (the ring entry holding them is reused only after that). */
     hcomm_shm_devreg_t *devreg;
+    hcomm_shm_devtail_t *devtail;
 } hcomm_shm_op_t;
 
 /* Starts a call (it runs once its turn on the communicator comes). op is

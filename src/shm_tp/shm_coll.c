@@ -176,6 +176,7 @@ hcomm_status_t hcomm_shm_op_start(hcomm_shm_op_t *op, hcomm_shm_t *shm,
     op->vcopy = NULL;
     op->declined = 0;
     op->devreg = NULL;
+    op->devtail = NULL;
     if (coll == HCOMM_COLL_ALLREDUCE || coll == HCOMM_COLL_REDUCE_SCATTER ||
         coll == HCOMM_COLL_REDUCE || coll == HCOMM_COLL_REDUCE_SCATTERV) {
         op->reduce = hcomm_kernel_reduce(dtype, rop);
@@ -396,6 +397,31 @@ static int publishes_block(const hcomm_shm_op_t *op) {
     }
 }
 
+/* A CUDA IPC call's registrations, in the agreement's ring entry: the
+ * head always, the tail only where the head says so (most calls have
+ * none, and would pay for reading it from every peer). */
+#define DEVREG_BYTES (sizeof(hcomm_shm_devreg_t) + sizeof(hcomm_shm_devtail_t))
+_Static_assert(sizeof(hcomm_shm_devreg_t) % 8 == 0 &&
+                   DEVREG_BYTES <= HCOMM_SHM_RING_DATA,
+               "a CUDA IPC call's registrations fit its ring entry");
+
+static void devreg_publish(hcomm_shm_op_t *op) {
+    hcomm_shm_t *shm = op->shm;
+    char *at = hcomm_shm_in(shm, shm->rank, op->seq, DEVREG_BYTES);
+    const hcomm_shm_devreg_t *mine = &op->devreg[shm->rank];
+    memcpy(at, mine, sizeof(*mine));
+    if (mine->has_tail)
+        memcpy(at + sizeof(*mine), &op->devtail[shm->rank],
+               sizeof(*op->devtail));
+}
+
+static void devreg_read(hcomm_shm_op_t *op, int r) {
+    const char *at = hcomm_shm_in(op->shm, r, op->seq, DEVREG_BYTES);
+    memcpy(&op->devreg[r], at, sizeof(*op->devreg));
+    if (op->devreg[r].has_tail)
+        memcpy(&op->devtail[r], at + sizeof(*op->devreg), sizeof(*op->devtail));
+}
+
 /* Puts this rank's part of the round where peers will find it. */
 static void publish_input(hcomm_shm_op_t *op) {
     hcomm_shm_t *shm = op->shm;
@@ -404,9 +430,7 @@ static void publish_input(hcomm_shm_op_t *op) {
     if (op->count == 0) {
         /* the descriptor alone (an agreement, alltoallv's too), or with a
          * CUDA IPC call's registration */
-        if (op->devreg)
-            memcpy(hcomm_shm_in(shm, shm->rank, op->seq, sizeof(*op->devreg)),
-                   &op->devreg[shm->rank], sizeof(*op->devreg));
+        if (op->devreg) devreg_publish(op);
     } else if (op->coll == HCOMM_COLL_ALLTOALLV) {
         hcomm_shm_a2av_publish(op);
     } else if (op->algo == HCOMM_SHM_CMA) {
@@ -725,9 +749,7 @@ static int after_arrive(hcomm_shm_op_t *op, hcomm_status_t *st) {
     int is_root = op->shm->rank == op->root;
     if (op->count == 0) { /* the descriptors were all */
         for (int r = 0; op->devreg && r < op->shm->size; r++)
-            memcpy(&op->devreg[r],
-                   hcomm_shm_in(op->shm, r, op->seq, sizeof(*op->devreg)),
-                   sizeof(*op->devreg));
+            devreg_read(op, r);
         return -1;
     }
     switch (op->coll) {

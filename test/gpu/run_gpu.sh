@@ -4,7 +4,7 @@
 #
 #   test/gpu/run_gpu.sh [build] [kernels] [ipc] [nodes] [kill] [quick]
 #                       [stream] [preload] [regperf] [test] [smoke] [perf]
-#                       [ipcperf] [latency] [ucxchunk] [python] [compress]
+#                       [ipcperf] [mapped] [latency] [ucxchunk] [python] [compress]
 #               (no argument: build kernels ipc nodes kill stream test
 #               compress perf ipcperf regperf python)
 #
@@ -38,11 +38,12 @@ mpirun_flags="--oversubscribe --bind-to none -x LD_LIBRARY_PATH -x HCOMM_TIMEOUT
   -x HCOMM_TEST_GPU_NODES
   -x CUDA_MPS_PIPE_DIRECTORY -x CUDA_MPS_LOG_DIRECTORY -x NCCL_NVLS_ENABLE
   -x HCOMM_ALGO -x HCOMM_SHM_SLOT_SIZE -x HCOMM_CUDA_IPC -x HCOMM_CUDA_IPC_ALGO
-  -x HCOMM_CUDA_IPC_BUFFER -x HCOMM_CUDA_IPC_BLOCKS"
+  -x HCOMM_CUDA_IPC_BUFFER -x HCOMM_CUDA_IPC_BLOCKS -x HCOMM_CUDA_IPC_DIRECT_MIN
+  -x HCOMM_PROFILE"
 export HCOMM_TRANSPORT=auto HCOMM_CUDA_STAGING=auto HCOMM_TEST_GPU_QUICK=0
 export HCOMM_ALGO= HCOMM_SHM_SLOT_SIZE=256K
 export HCOMM_CUDA_IPC=auto HCOMM_CUDA_IPC_ALGO=auto HCOMM_CUDA_IPC_BUFFER=8M
-export HCOMM_CUDA_IPC_BLOCKS=32
+export HCOMM_CUDA_IPC_BLOCKS=32 HCOMM_CUDA_IPC_DIRECT_MIN=4M HCOMM_PROFILE=
 
 status=0
 note() { echo "### $*"; }
@@ -106,6 +107,13 @@ if has ipc; then
         mpi ipc.log "$n" "$b/test/gpu/test_cuda_ipc"
     done
     HCOMM_CUDA_IPC_ALGO=twoshot mpi ipc.log 3 "$b/test/gpu/test_cuda_ipc"
+    # ordinary buffers' calls must go direct once their cards are
+    # confirmed (the profile says which did): about 34 a rank at 3 ranks
+    rm -f "$out"/mapped.*.json
+    HCOMM_PROFILE="$out/mapped.%r.json" mpi ipc.log 3 "$b/test/gpu/test_cuda_ipc"
+    direct=$(cat "$out"/mapped.*.json 2>/dev/null | grep -c '"algorithm":"ipc_direct"')
+    echo "mapped buffers: $direct calls went direct on 3 ranks" >>"$out/ipc.log"
+    [ "$direct" -ge 30 ] || { status=1; note "FAILED: only $direct direct calls on mapped buffers"; }
     HCOMM_CUDA_IPC_ALGO=oneshot HCOMM_TEST_GPU_QUICK=1 HCOMM_CUDA_IPC_BUFFER=64K \
         mpi ipc.log 2 "$b/test/gpu/test_cuda_colls"
     HCOMM_CUDA_IPC_ALGO=twoshot HCOMM_TEST_GPU_QUICK=1 HCOMM_CUDA_IPC_BUFFER=64K \
@@ -118,7 +126,7 @@ if has ipc; then
     note "CUDA IPC without MPS"
     HCOMM_TEST_GPU_QUICK=1 mpi ipc.log 2 "$b/test/gpu/test_cuda_colls"
     mpi ipc.log 2 "$b/test/gpu/test_cuda_ipc"
-    grep -E "passed|FAILED|skipped" "$out/ipc.log"
+    grep -E "passed|FAILED|skipped|went direct" "$out/ipc.log"
 fi
 
 if has nodes; then
@@ -279,6 +287,23 @@ if has ipcperf; then
     HCOMM_CUDA_IPC_BLOCKS=64 mpi ipcperf.log 2 $p allreduce -b 8M -e 256M -f 4 -n 10 -w 3 -R
     mps_off
     grep -vE "^\\$|^\(exit" "$out/ipcperf.log" | grep -E "^ +[0-9]|^#" | head -300
+fi
+
+if has mapped; then
+    note "ordinary buffers mapped by the peers, against the workspaces and registered buffers"
+    mps_on
+    p="$b/perf/hcomm_perf -D cuda"
+    for n in 2 4; do
+        HCOMM_CUDA_IPC_DIRECT_MIN=1G mpi mapped.log $n $p allreduce -b 1M -e 256M -f 2 -n 10 -w 3 --hcomm-only
+        mpi mapped.log $n $p allreduce -b 1M -e 256M -f 2 -n 10 -w 3
+        mpi mapped.log $n $p allreduce -b 1M -e 256M -f 2 -n 10 -w 3 -R --hcomm-only
+        for c in reduce_scatter allgather broadcast; do
+            HCOMM_CUDA_IPC_DIRECT_MIN=1G mpi mapped.log $n $p $c -b 1M -e 64M -f 4 -n 10 -w 3 --hcomm-only
+            mpi mapped.log $n $p $c -b 1M -e 64M -f 4 -n 10 -w 3 --hcomm-only
+        done
+    done
+    mps_off
+    grep -vE "^\$|^\(exit" "$out/mapped.log" | grep -E "^ +[0-9]|hcomm_perf:|^#"
 fi
 
 if has regperf; then

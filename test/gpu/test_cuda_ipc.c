@@ -11,7 +11,8 @@
  *    SIGKILL between calls on device memory whose workspaces its peers
  *    have mapped; every survivor's call fails within the timeout naming
  *    it, its GPU work ends (no kernel left spinning) and the communicator
- *    is broken.
+ *    is broken;
+ *  - ordinary buffers mapped by the peers give exact results (test_mapped).
  * Without a GPU: exit 77 (skip). */
 #include "core/config.h"
 #include "hold_stream.h"
@@ -159,6 +160,110 @@ static void test_back_to_back(hcomm_comm_t comm) {
     free(h);
 }
 
+/* Ordinary buffers mapped by the peers (src/cuda_ipc/ipc_cards.h): with
+ * HCOMM_CUDA_IPC_DIRECT_MIN at 64K, calls on them go direct from the
+ * second call after their first. Exact results, every call, for each
+ * collective the path takes: allreduce in place and not (blocking,
+ * non-blocking and stream-ordered), reduce-scatter, allgather, broadcast
+ * from every root; after one buffer is freed and allocated anew (its
+ * mappings retired); and with rank 0's buffers registered, the others'
+ * ordinary. run_gpu.sh checks in the profile that calls went direct. */
+enum { MAPPED_N = (1 << 18) - 5 }; /* floats; a 4 MiB buffer holds 4 x */
+
+static float mapped_value(size_t i, int r, int it) {
+    return (float)((i * 3 + (size_t)r + (size_t)it) % 11);
+}
+
+static void mapped_fill(float *d, size_t n, int r, int it, float *h) {
+    for (size_t i = 0; i < n; i++)
+        h[i] = mapped_value(i, r, it);
+    cudaMemcpy(d, h, n * sizeof(float), cudaMemcpyHostToDevice);
+    cudaDeviceSynchronize();
+}
+
+/* coll 0: allreduce (mode 0 blocking, 1 non-blocking, 2 stream-ordered),
+ * 1: reduce-scatter, 2: allgather, 3: broadcast from it % nranks. */
+static size_t mapped_call(hcomm_comm_t comm, int coll, int mode, float *in,
+                          float *out, int it, float *h) {
+    const size_t n = MAPPED_N;
+    int root = it % nranks;
+    size_t in_n = coll == 1 ? n * (size_t)nranks : n;
+    size_t out_n = coll == 2 ? n * (size_t)nranks : n;
+    mapped_fill(in, in_n, rank, it, h);
+    if (coll == 0 && mode == 1) {
+        hcomm_request_t req;
+        CHECK_OK(
+            hcomm_iallreduce(in, out, n, HCOMM_FLOAT32, HCOMM_SUM, comm, &req));
+        CHECK_OK(hcomm_wait(req));
+    } else if (coll == 0 && mode == 2) {
+        CHECK_OK(hcomm_allreduce_stream(in, out, n, HCOMM_FLOAT32, HCOMM_SUM,
+                                        comm, 0));
+    } else if (coll == 0) {
+        CHECK_OK(hcomm_allreduce(in, out, n, HCOMM_FLOAT32, HCOMM_SUM, comm));
+    } else if (coll == 1) {
+        CHECK_OK(
+            hcomm_reduce_scatter(in, out, n, HCOMM_FLOAT32, HCOMM_SUM, comm));
+    } else if (coll == 2) {
+        CHECK_OK(hcomm_allgather(in, out, n, HCOMM_FLOAT32, comm));
+    } else {
+        CHECK_OK(hcomm_broadcast(in, n, HCOMM_FLOAT32, root, comm));
+        out = in;
+    }
+    cudaDeviceSynchronize();
+    cudaMemcpy(h, out, out_n * sizeof(float), cudaMemcpyDeviceToHost);
+    size_t bad = 0;
+    for (size_t i = 0; i < out_n; i++) {
+        float v = 0;
+        if (coll == 0 || coll == 1) {
+            size_t at = coll == 1 ? (size_t)rank * n + i : i;
+            for (int r = 0; r < nranks; r++)
+                v += mapped_value(at, r, it);
+        } else if (coll == 2) {
+            v = mapped_value(i % n, (int)(i / n), it);
+        } else {
+            v = mapped_value(i, root, it);
+        }
+        bad += h[i] != v;
+    }
+    return bad;
+}
+
+static void test_mapped(hcomm_comm_t comm) {
+    const size_t bytes = (size_t)4 << 20;
+    static const char *names[] = {"allreduce", "reduce_scatter", "allgather",
+                                  "broadcast"};
+    float *a = NULL, *b = NULL, *reg = NULL;
+    float *h = malloc(bytes);
+    cudaMalloc((void **)&a, bytes);
+    cudaMalloc((void **)&b, bytes);
+    CHECK_OK(hcomm_config_set("HCOMM_CUDA_IPC_DIRECT_MIN", "64K"));
+    for (int coll = 0; coll < 4; coll++)
+        for (int it = 0; it < 6; it++) {
+            int in_place = coll == 0 && it % 2;
+            size_t bad = mapped_call(comm, coll, coll == 0 ? it % 3 : 0, a,
+                                     in_place ? a : b, it, h);
+            CHECK(bad == 0, "mapped %s%s, call %d: %zu wrong", names[coll],
+                  in_place ? " in place" : "", it, bad);
+        }
+    /* b freed and allocated anew: its old mappings are retired */
+    cudaFree(b);
+    cudaMalloc((void **)&b, bytes);
+    for (int it = 0; it < 4; it++)
+        CHECK(mapped_call(comm, 0, 0, a, b, it, h) == 0,
+              "mapped allreduce into a new buffer, call %d", it);
+    /* registered on rank 0, ordinary elsewhere */
+    CHECK_OK(hcomm_mem_alloc_device(comm, bytes, (void **)&reg));
+    for (int it = 0; it < 4; it++)
+        CHECK(mapped_call(comm, 0, 0, rank == 0 ? reg : a, rank == 0 ? reg : b,
+                          it, h) == 0,
+              "registered and mapped allreduce, call %d", it);
+    CHECK_OK(hcomm_mem_free(comm, reg));
+    CHECK_OK(hcomm_config_set("HCOMM_CUDA_IPC_DIRECT_MIN", "4M"));
+    cudaFree(a);
+    cudaFree(b);
+    free(h);
+}
+
 /* The last rank dies; blocking and stream-ordered calls of the others. */
 static void test_killed(hcomm_comm_t comm) {
     const double timeout = 5;
@@ -231,6 +336,7 @@ int main(int argc, char **argv) {
         return check_failed != 0;
     }
     test_back_to_back(comm);
+    test_mapped(comm);
     CHECK_OK(hcomm_comm_free(&comm));
     /* small buffers from here on: many rounds per call */
     CHECK_OK(hcomm_config_set("HCOMM_CUDA_IPC_BUFFER", "64K"));
