@@ -117,7 +117,7 @@ static int needs_peer(const hcomm_ipc_kargs_t *k, int p, int output) {
 /* Whether rank p's buffer (its output, or its input) can be reached in
  * place: registered, or an ordinary buffer whose card every peer has
  * mapped. Every rank sees the same agreement, so all answer alike. */
-static int in_place(const hcomm_ipc_op_t *op, int p, int output) {
+static int reachable(const hcomm_ipc_op_t *op, int p, int output) {
     const hcomm_shm_devreg_t *d = &op->devreg[p];
     const hcomm_shm_devcard_t *card = &op->devtail[p].card[output];
     return (output ? d->out_reg : d->in_reg) ||
@@ -160,8 +160,8 @@ static hcomm_status_t go_direct(hcomm_ipc_op_t *op) {
         k->kind = HCOMM_IPC_TWOSHOT;
     }
     for (int p = 0; p < c->size; p++)
-        if ((needs_peer(k, p, 0) && !in_place(op, p, 0)) ||
-            (needs_peer(k, p, 1) && !in_place(op, p, 1))) {
+        if ((needs_peer(k, p, 0) && !reachable(op, p, 0)) ||
+            (needs_peer(k, p, 1) && !reachable(op, p, 1))) {
             if (one_shot) k->kind = HCOMM_IPC_ONESHOT;
             return HCOMM_SUCCESS;
         }
@@ -285,10 +285,10 @@ hcomm_status_t hcomm_ipc_op_progress(hcomm_ipc_op_t *op) {
         /* Kernels go to the stream in call order, whatever order the
          * requests are progressed in. */
         if (op->ticket != ipc->launched) return HCOMM_ERR_IN_PROGRESS;
-        hcomm_status_t st = go_direct(op);
-        if (st != HCOMM_SUCCESS) return st;
+        /* on the communicator's GPU: go_direct maps the peers' buffers */
         int prev = hcomm_gpu_use_device(hcomm_gpu_ctx_device(ipc->ctx));
-        st = launch(op);
+        hcomm_status_t st = go_direct(op);
+        if (st == HCOMM_SUCCESS) st = launch(op);
         if (prev >= 0) hcomm_gpu_use_device(prev);
         if (st != HCOMM_SUCCESS) {
             c->broken = st; /* the peers' kernels now wait in vain */

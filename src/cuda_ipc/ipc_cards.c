@@ -64,26 +64,34 @@ static hcomm_ipc_offer_t *offer(hcomm_ipc_cards_t *t, const void *p, size_t len,
         return NULL;
     *off = (uintptr_t)p - base;
     hcomm_ipc_offer_t *o = offer_of(t, id);
-    if (o || t->refused || id == t->unexportable_id) return o;
+    if (o || t->refused) return o;
+    for (int i = 0; i < 4; i++)
+        if (t->unexportable[i] == id) return NULL;
     /* An offer at the same start is an allocation since freed; so, when
      * the table is full, is any whose id CUDA no longer knows. */
     for (int i = 0; i < HCOMM_IPC_CARDS; i++) {
         hcomm_ipc_offer_t *old = &t->offer[i];
         if ((old->state == OFFER_MADE || old->state == OFFER_CONFIRMED) &&
-            old->base == base)
+            old->base == base) {
             old->state = OFFER_RETIRING;
+            t->retiring++;
+        }
     }
     if (!(o = free_offer(t)))
         for (int i = 0; i < HCOMM_IPC_CARDS; i++) {
             hcomm_ipc_offer_t *old = &t->offer[i];
             if ((old->state == OFFER_MADE || old->state == OFFER_CONFIRMED) &&
-                !alive(t, old))
+                !alive(t, old)) {
                 old->state = OFFER_RETIRING;
+                t->retiring++;
+            }
         }
     /* A retired offer's slot is free once the peers have been told. */
     if (!o) return NULL;
     if (t->ops.export_handle(t->ops.ctx, base, o->handle)) {
-        t->unexportable_id = id;
+        memmove(t->unexportable + 1, t->unexportable,
+                sizeof(t->unexportable) - sizeof(t->unexportable[0]));
+        t->unexportable[0] = id;
         return NULL;
     }
     o->id = id;
@@ -113,6 +121,11 @@ void hcomm_ipc_cards_publish(hcomm_ipc_cards_t *t, const void *in,
                              hcomm_shm_devreg_t *head,
                              hcomm_shm_devtail_t *tail) {
     pthread_mutex_lock(&t->lock);
+    if (!in && !out && !t->retiring && !t->report) { /* most calls */
+        head->has_tail = 0;
+        pthread_mutex_unlock(&t->lock);
+        return;
+    }
     card(t, in, in_len, &tail->card[0]);
     card(t, out, out_len, &tail->card[1]);
     int retired = 0;
@@ -122,6 +135,7 @@ void hcomm_ipc_cards_publish(hcomm_ipc_cards_t *t, const void *in,
         if (t->offer[i].state == OFFER_RETIRING) {
             tail->retired[retired++] = t->offer[i].id;
             t->offer[i].state = OFFER_FREE;
+            t->retiring--;
         }
     head->has_tail =
         tail->card[0].id || tail->card[1].id || retired || t->report;

@@ -68,8 +68,10 @@ typedef struct {
     hcomm_ipc_offer_t offer[HCOMM_IPC_CARDS];
     uint32_t gens;
     uint32_t acked[HCOMM_IPC_CARD_RANKS];
-    int refused;              /* a peer could not map one: offer no more */
-    uint64_t unexportable_id; /* the last allocation CUDA would not export */
+    int refused;  /* a peer could not map one: offer no more */
+    int retiring; /* offers to announce as retired */
+    /* allocations CUDA would not export (the latest few), not asked again */
+    uint64_t unexportable[4];
     /* The peers' offers mapped here, and what to report of them. */
     hcomm_ipc_mapping_t map[HCOMM_IPC_CARD_RANKS][HCOMM_IPC_CARDS];
     uint32_t mapped[HCOMM_IPC_CARD_RANKS];
