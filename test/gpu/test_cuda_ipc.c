@@ -194,7 +194,7 @@ static size_t mapped_call(hcomm_comm_t comm, int coll, int mode, float *in,
         hcomm_request_t req;
         CHECK_OK(
             hcomm_iallreduce(in, out, n, HCOMM_FLOAT32, HCOMM_SUM, comm, &req));
-        CHECK_OK(hcomm_wait(req));
+        CHECK_OK(hcomm_wait(&req));
     } else if (coll == 0 && mode == 2) {
         CHECK_OK(hcomm_allreduce_stream(in, out, n, HCOMM_FLOAT32, HCOMM_SUM,
                                         comm, 0));
