@@ -139,6 +139,12 @@ __device__ void copy(void *dst, const void *src, size_t n) {
     reduce_span<T, OP>(s, threadIdx.x, blockDim.x);
 }
 
+// Rank p's data area for the round of epoch: the rounds alternate between
+// the workspace's two areas.
+__device__ char *area_of(const hcomm_ipc_kargs_t &a, int p, uint64_t epoch) {
+    return a.ws[p] + HCOMM_IPC_FLAG_BYTES + (epoch & 1) * a.area_bytes;
+}
+
 // One-shot allreduce of a round whose slice in this block is at most
 // ONESHOT_SMALL bytes (a 16-byte vector a thread): plain per-thread loads
 // and stores, no Span. A Span (and the areas' table), indexed at run
@@ -154,10 +160,9 @@ __device__ bool oneshot_small(const hcomm_ipc_kargs_t &a, uint64_t epoch,
     using A = Acc<T>;
     using C = typename A::type;
     constexpr size_t W = 16 / sizeof(T);
-    const size_t at = HCOMM_IPC_FLAG_BYTES + (epoch & 1) * a.area_bytes;
     const bool vec = ((uintptr_t)(in + lo) | (uintptr_t)(out + lo)) % 16 == 0;
     const size_t nv = vec ? (hi - lo) / W : 0, mid = lo + nv * W;
-    T *mine = reinterpret_cast<T *>(a.ws[a.rank] + at);
+    T *mine = reinterpret_cast<T *>(area_of(a, a.rank, epoch));
     for (size_t v = threadIdx.x; v < nv; v += blockDim.x)
         reinterpret_cast<uint4 *>(mine + lo)[v] =
             reinterpret_cast<const uint4 *>(in + lo)[v];
@@ -166,7 +171,7 @@ __device__ bool oneshot_small(const hcomm_ipc_kargs_t &a, uint64_t epoch,
     signal_peers(a, 0, epoch);
     if (!wait_peers(a, 0, epoch)) return false;
     auto area = [&](int p) {
-        return reinterpret_cast<const T *>(a.ws[p] + at);
+        return reinterpret_cast<const T *>(area_of(a, p, epoch));
     };
     for (size_t v = threadIdx.x; v < nv; v += blockDim.x) {
         C acc[W];
@@ -235,8 +240,7 @@ __global__ void __launch_bounds__(HCOMM_IPC_THREADS, 1)
         }
         char *area[HCOMM_IPC_MAX_RANKS];
         for (int p = 0; p < n; p++)
-            area[p] =
-                a.ws[p] + HCOMM_IPC_FLAG_BYTES + (epoch & 1) * a.area_bytes;
+            area[p] = area_of(a, p, epoch);
         // Only the fields a kind uses are set: a Span lives in local
         // memory (its tables are indexed at run time), and zeroing all of
         // it in each of 512 threads took microseconds (and 10-18% of a
@@ -245,8 +249,7 @@ __global__ void __launch_bounds__(HCOMM_IPC_THREADS, 1)
         s.nsrc = n;
         s.ndst = 1;
         switch (a.kind) {
-        case HCOMM_IPC_ONESHOT:
-            hcomm_ipc_slice(a.piece, len, 1, 0, nb, b, vw, &lo, &hi);
+        case HCOMM_IPC_ONESHOT: // lo, hi: this block's slice (above)
             copy<T, OP>((T *)area[r] + lo, in + off + lo, hi - lo);
             signal_peers(a, 0, epoch);
             if (!wait_peers(a, 0, epoch)) return;
