@@ -293,7 +293,7 @@ if has mapped; then
     note "ordinary buffers mapped by the peers, against the workspaces and registered buffers"
     mps_on
     p="$b/perf/hcomm_perf -D cuda"
-    for n in 2 4; do
+    for n in ${GPU_RANKS:-2 4}; do
         HCOMM_CUDA_IPC_DIRECT_MIN=1G mpi mapped.log $n $p allreduce -b 1M -e 256M -f 2 -n 10 -w 3 --hcomm-only
         mpi mapped.log $n $p allreduce -b 1M -e 256M -f 2 -n 10 -w 3
         mpi mapped.log $n $p allreduce -b 1M -e 256M -f 2 -n 10 -w 3 -R --hcomm-only
