@@ -211,6 +211,9 @@ typedef struct {
     size_t rounds, round, chunk; /* chunk: elements per round */
     int phase;
     int lagged; /* compares the peers' descriptors later (shm.h) */
+    /* Whether the first round reads the line after each peer's arrive
+     * counter too (alltoallv: its record's table): asked for with it. */
+    int reads_next_line;
     /* The peer last waited on, for timeout messages; read by a thread
      * testing the request while another advances it (request.c). */
     _Atomic int waiting_for;

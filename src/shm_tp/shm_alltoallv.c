@@ -156,6 +156,7 @@ hcomm_status_t hcomm_shm_op_start_a2av(
                            sendbuf, recvbuf, 0, dtype, HCOMM_SUM, 0);
     if (st != HCOMM_SUCCESS) return st;
     op->vcounts = b;
+    op->reads_next_line = 1; /* the record's table */
     /* One round of one element per byte published: the slot's or the ring
      * entry's reuse then follows from the length, as for the others. */
     op->esize = 1;

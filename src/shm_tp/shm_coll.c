@@ -44,17 +44,16 @@ static int all_reached(hcomm_shm_op_t *op, hcomm_shm_flag_t f, uint64_t value) {
     const uint64_t *known = &shm->known[(size_t)f * (size_t)shm->size];
     /* The counters still to read, each a miss in another core's cache:
      * asked for together, they cost about one miss, not one per peer
-     * (15 in a row at 16 ranks). An alltoallv record's table starts on
-     * the line after its head's, the counter's: asked for with it, not
-     * after it (2 ranks, 4-byte blocks: 0.21 us to 0.20, MPI 0.19-0.20;
-     * with the cores far apart 0.48-0.54 to 0.42-0.48). */
-    int record = f == SHM_ARRIVE && op->coll == HCOMM_COLL_ALLTOALLV &&
-                 value == op->first;
+     * (15 in a row at 16 ranks). The line after the counter's, where a
+     * call's first round reads it, is asked for with it, not after it
+     * (alltoallv's table at 2 ranks, 4-byte blocks: 0.21 us to 0.20, MPI
+     * 0.19-0.20; with the cores far apart 0.48-0.54 to 0.42-0.48). */
+    int next = f == SHM_ARRIVE && op->reads_next_line && value == op->first;
     for (int p = 0; p < shm->size; p++)
         if (p != shm->rank && known[p] < value) {
             const char *line = (const char *)hcomm_shm_flag(shm, p, f, value);
             __builtin_prefetch(line);
-            if (record) __builtin_prefetch(line + HCOMM_SHM_LINE);
+            if (next) __builtin_prefetch(line + HCOMM_SHM_LINE);
         }
     for (int p = 0; p < shm->size; p++)
         if (p != shm->rank && !reached(op, p, f, value)) return 0;
@@ -177,6 +176,7 @@ hcomm_status_t hcomm_shm_op_start(hcomm_shm_op_t *op, hcomm_shm_t *shm,
     op->declined = 0;
     op->devreg = NULL;
     op->devtail = NULL;
+    op->reads_next_line = 0;
     if (coll == HCOMM_COLL_ALLREDUCE || coll == HCOMM_COLL_REDUCE_SCATTER ||
         coll == HCOMM_COLL_REDUCE || coll == HCOMM_COLL_REDUCE_SCATTERV) {
         op->reduce = hcomm_kernel_reduce(dtype, rop);
