@@ -335,7 +335,7 @@ if has latency; then
         done
         wait
     done
-    p="$b/perf/hcomm_perf -D cuda allreduce -b 8 -e 64K -f 8 -n 200 -w 20"
+    p="$b/perf/hcomm_perf -D cuda allreduce -b 8 -e 64K -f 2 -n 200 -w 20"
     for n in 2 4; do
         mpi latency.log $n $p
         mpi latency.log $n $p -S
