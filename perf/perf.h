@@ -174,8 +174,9 @@ double perf_median(double *v, size_t n);
 typedef struct perf_placement perf_placement_t;
 /* NULL where MPI could not make the shared window: no figure is printed. */
 perf_placement_t *perf_placement_create(void);
-/* Collective over each node's ranks; node rank 0 gets the median round
- * trip in ns, the others and a broken probe -1. */
+/* Collective over each node's ranks; node ranks 0 and 1 get the median
+ * round trip in ns (rank 0's is printed), the others and a stopped or
+ * switched-off probe -1. */
 double perf_placement_round_trip_ns(perf_placement_t *p);
 void perf_placement_free(perf_placement_t *p);
 

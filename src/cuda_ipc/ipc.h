@@ -36,6 +36,9 @@ typedef struct {
     uint64_t ticket;   /* its place in the communicator's order */
     int launched;
     unsigned polls;
+    /* a one-shot AllReduce from HCOMM_CUDA_IPC_DIRECT_MIN, one-shot not
+     * forced: two-shot in place wherever every buffer can be reached */
+    int twoshot_in_place;
     /* AllReduce: every rank's registered buffers, filled in by the
      * agreement round (this rank's own by hcomm_ipc_op_init). */
     hcomm_shm_devreg_t devreg[HCOMM_IPC_MAX_RANKS];

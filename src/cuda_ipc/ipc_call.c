@@ -31,9 +31,10 @@ hcomm_status_t hcomm_ipc_op_init(hcomm_ipc_op_t *op, hcomm_comm_impl_t *c,
     op->op = rop;
     op->user_stream = user_stream;
     hcomm_ipc_kargs_t *k = &op->k;
-    k->kind = hcomm_ipc_kind(
-        coll, count * esize, hcomm_cfg_str(HCOMM_CFG_CUDA_IPC_ALGO),
-        (size_t)hcomm_cfg_int(HCOMM_CFG_CUDA_IPC_ONESHOT_MAX));
+    const char *algo = hcomm_cfg_str(HCOMM_CFG_CUDA_IPC_ALGO);
+    k->kind =
+        hcomm_ipc_kind(coll, count * esize, algo,
+                       (size_t)hcomm_cfg_int(HCOMM_CFG_CUDA_IPC_ONESHOT_MAX));
     for (int p = 0; p < c->size; p++)
         k->ws[p] = ipc->ws[p];
     k->rank = c->rank;
@@ -84,8 +85,10 @@ hcomm_status_t hcomm_ipc_op_init(hcomm_ipc_op_t *op, hcomm_comm_impl_t *c,
      * (ipc_cards.h): the input wherever a peer reads it, an allreduce's
      * output, which peers write. Not managed memory (cpu_visible): CUDA
      * exports no handle for it. */
-    int offers = !cpu_visible && ipc->cards &&
-                 len >= (size_t)hcomm_cfg_int(HCOMM_CFG_CUDA_IPC_DIRECT_MIN);
+    int large = len >= (size_t)hcomm_cfg_int(HCOMM_CFG_CUDA_IPC_DIRECT_MIN);
+    int offers = !cpu_visible && ipc->cards && large;
+    op->twoshot_in_place =
+        large && k->kind == HCOMM_IPC_ONESHOT && strcmp(algo, "oneshot") != 0;
     int reads_in = coll != HCOMM_COLL_BCAST || c->rank == root;
     if (ipc->cards)
         hcomm_ipc_cards_publish(
@@ -154,9 +157,7 @@ static hcomm_status_t go_direct(hcomm_ipc_op_t *op) {
     size_t whole = len * (size_t)c->size;
     int one_shot = k->kind == HCOMM_IPC_ONESHOT;
     if (one_shot) {
-        if (len < (size_t)hcomm_cfg_int(HCOMM_CFG_CUDA_IPC_DIRECT_MIN) ||
-            strcmp(hcomm_cfg_str(HCOMM_CFG_CUDA_IPC_ALGO), "oneshot") == 0)
-            return HCOMM_SUCCESS;
+        if (!op->twoshot_in_place) return HCOMM_SUCCESS;
         k->kind = HCOMM_IPC_TWOSHOT;
     }
     for (int p = 0; p < c->size; p++)

@@ -27,11 +27,20 @@ void hcomm_ipc_cards_free(hcomm_ipc_cards_t *t) {
     free(t);
 }
 
+/* Made or confirmed: the peers may map it. */
+static int standing(const hcomm_ipc_offer_t *o) {
+    return o->state == OFFER_MADE || o->state == OFFER_CONFIRMED;
+}
+
+/* Its id goes to the peers with the next tail, which frees its slot. */
+static void retire(hcomm_ipc_cards_t *t, hcomm_ipc_offer_t *o) {
+    o->state = OFFER_RETIRING;
+    t->retiring++;
+}
+
 static hcomm_ipc_offer_t *offer_of(hcomm_ipc_cards_t *t, uint64_t id) {
     for (int i = 0; i < HCOMM_IPC_CARDS; i++)
-        if (t->offer[i].state != OFFER_FREE &&
-            t->offer[i].state != OFFER_RETIRING && t->offer[i].id == id)
-            return &t->offer[i];
+        if (standing(&t->offer[i]) && t->offer[i].id == id) return &t->offer[i];
     return NULL;
 }
 
@@ -69,23 +78,13 @@ static hcomm_ipc_offer_t *offer(hcomm_ipc_cards_t *t, const void *p, size_t len,
         if (t->unexportable[i] == id) return NULL;
     /* An offer at the same start is an allocation since freed; so, when
      * the table is full, is any whose id CUDA no longer knows. */
-    for (int i = 0; i < HCOMM_IPC_CARDS; i++) {
-        hcomm_ipc_offer_t *old = &t->offer[i];
-        if ((old->state == OFFER_MADE || old->state == OFFER_CONFIRMED) &&
-            old->base == base) {
-            old->state = OFFER_RETIRING;
-            t->retiring++;
-        }
-    }
+    for (int i = 0; i < HCOMM_IPC_CARDS; i++)
+        if (standing(&t->offer[i]) && t->offer[i].base == base)
+            retire(t, &t->offer[i]);
     if (!(o = free_offer(t)))
-        for (int i = 0; i < HCOMM_IPC_CARDS; i++) {
-            hcomm_ipc_offer_t *old = &t->offer[i];
-            if ((old->state == OFFER_MADE || old->state == OFFER_CONFIRMED) &&
-                !alive(t, old)) {
-                old->state = OFFER_RETIRING;
-                t->retiring++;
-            }
-        }
+        for (int i = 0; i < HCOMM_IPC_CARDS; i++)
+            if (standing(&t->offer[i]) && !alive(t, &t->offer[i]))
+                retire(t, &t->offer[i]);
     /* A retired offer's slot is free once the peers have been told. */
     if (!o) return NULL;
     if (t->ops.export_handle(t->ops.ctx, base, o->handle)) {
