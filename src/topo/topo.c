@@ -8,6 +8,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 static pthread_once_t local_once = PTHREAD_ONCE_INIT;
 static hcomm_topo_local_t local_facts;
@@ -147,6 +148,12 @@ static hcomm_status_t fill_local(hcomm_topo_t *t,
              ? copy_devs(on->gpus, on->ngpus, &t->gpus, &t->ngpus)
              : copy_devs(loc->gpus, loc->ngpus, &t->gpus, &t->ngpus);
     if (st != HCOMM_SUCCESS) return st;
+    if (on && on->gpu_links) {
+        size_t bytes = (size_t)on->ngpus * on->ngpus * sizeof(*t->gpu_links);
+        if (!(t->gpu_links = malloc(bytes + 1)))
+            return hcomm_error(HCOMM_ERR_NO_MEMORY, "topology: no memory");
+        memcpy(t->gpu_links, on->gpu_links, bytes);
+    }
     if (!on || on->nnics < 0)
         return copy_devs(loc->nics, loc->nnics, &t->nics, &t->nnics);
     if ((st = copy_devs(on->nics, on->nnics, &t->nics, &t->nnics)) !=
@@ -253,7 +260,27 @@ void hcomm_topo_free(hcomm_topo_t *topo) {
     hcomm_topo_map_free(&topo->map);
     free(topo->gpus);
     free(topo->nics);
+    free(topo->gpu_links);
     free(topo);
+}
+
+hcomm_gpu_link_t hcomm_topo_gpu_link(const hcomm_topo_t *t, int i, int j) {
+    if (i == j) return HCOMM_GPU_LINK_SAME;
+    if (t->gpu_links) return t->gpu_links[i * t->ngpus + j];
+    return hcomm_gpu_link_detect(t->gpus[i].pci, t->gpus[j].pci);
+}
+
+static int gpu_index(const hcomm_topo_t *t, const char *pci) {
+    for (int i = 0; pci[0] && i < t->ngpus; i++)
+        if (strcasecmp(t->gpus[i].pci, pci) == 0) return i;
+    return -1;
+}
+
+hcomm_gpu_link_t hcomm_topo_gpu_link_pci(const hcomm_topo_t *t, const char *a,
+                                         const char *b) {
+    int i = gpu_index(t, a), j = gpu_index(t, b);
+    if (t->gpu_links && i >= 0 && j >= 0) return hcomm_topo_gpu_link(t, i, j);
+    return hcomm_gpu_link_detect(a, b);
 }
 
 const hcomm_topo_t *hcomm_comm_topology(hcomm_comm_t comm) {

@@ -24,6 +24,12 @@
  * A NIC may be {"name": "mlx5_1", "ranks": [1, 3]}: near those ranks of
  * the node only, as hwloc finds a NIC near the ranks bound to its socket
  * (multipath sends from each rank over its nearest NIC first).
+ * A node with "gpus" may state how they are linked, as a square matrix in
+ * the order of "gpus" (gpu_links.h): "self" on the diagonal, "nvlink",
+ * "pcie" or "none" elsewhere, the same both ways, e.g.
+ *   "gpus": ["0000:1b:00.0", "0000:1c:00.0"],
+ *   "gpu_links": [["self", "nvlink"], ["nvlink", "self"]]
+ * These links replace detection between those GPUs.
  * An override node may not span two hosts that MPI sees as different nodes
  * (peers in one node must be able to share memory).
  */
@@ -31,6 +37,7 @@
 #define HCOMM_TOPO_TOPO_H
 
 #include "hcomm.h"
+#include "topo/gpu_links.h"
 
 #include <mpi.h>
 
@@ -74,12 +81,24 @@ typedef struct hcomm_topo {
     int numa, socket;                    /* this rank's; -1 when unknown */
     int ngpus, nnics;                    /* near this rank (PCI locality) */
     hcomm_topo_dev_t *gpus, *nics;
+    /* [ngpus * ngpus], link of gpus[i] to gpus[j] at i * ngpus + j: the
+     * override file's "gpu_links"; NULL where it states none */
+    hcomm_gpu_link_t *gpu_links;
 } hcomm_topo_t;
 
 /* Collective over comm (the communicator's private duplicate). Every rank
  * returns the same status; a bad override file fails on all of them. */
 hcomm_status_t hcomm_topo_create(MPI_Comm comm, hcomm_topo_t **out);
 void hcomm_topo_free(hcomm_topo_t *topo); /* NULL is fine */
+
+/* The link between this rank's gpus[i] and gpus[j]: the override's where
+ * it states links, else detected from their PCI bus ids (unknown for a GPU
+ * without one). */
+hcomm_gpu_link_t hcomm_topo_gpu_link(const hcomm_topo_t *t, int i, int j);
+/* The same between two GPUs known by PCI bus id (any case): the override's
+ * where both are among gpus, else detected. */
+hcomm_gpu_link_t hcomm_topo_gpu_link_pci(const hcomm_topo_t *t, const char *a,
+                                         const char *b);
 
 /* The topology of a communicator (NULL, with a message, for a bad handle).
  * Owned by the communicator: valid until it is freed. */
@@ -117,6 +136,7 @@ typedef struct {
     int ngpus, nnics;
     hcomm_topo_dev_t *gpus, *nics;
     int *nic_first, *nic_ranks;
+    hcomm_gpu_link_t *gpu_links; /* [ngpus * ngpus]; NULL: not stated */
 } hcomm_topo_onode_t;
 
 typedef struct {

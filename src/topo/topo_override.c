@@ -1,6 +1,6 @@
-/* HCOMM_OVERRIDE_TOPO: the JSON file that states the nodes and the
- * MPI_COMM_WORLD ranks on each (format in topo.h). Pure: no MPI, so that
- * unit tests feed it files. */
+/* HCOMM_OVERRIDE_TOPO: the JSON file that states the nodes, the
+ * MPI_COMM_WORLD ranks on each, and their devices (format in topo.h). Pure: no
+ * MPI, so that unit tests feed it files. */
 #include "core/log.h"
 #include "topo/topo.h"
 
@@ -169,6 +169,68 @@ static hcomm_status_t read_devs(ctx_t *cx, json_t *node, int index,
     return HCOMM_SUCCESS;
 }
 
+/* One entry of "gpu_links": a stated word, "self" on the diagonal only,
+ * and the same both ways (row i is read after rows 0 to i - 1). */
+static hcomm_status_t read_link(ctx_t *cx, json_t *v, hcomm_topo_onode_t *n,
+                                int i, int j) {
+    const char *s = json_string_value(v);
+    const char *want = i == j ? "\"self\" (a GPU's link to itself)"
+                              : "\"nvlink\", \"pcie\" or \"none\"";
+    hcomm_gpu_link_t *links = n->gpu_links, link;
+    if (!s) return bad(cx, "expected %s, got %s", want, type_name(v));
+    if (hcomm_gpu_link_parse(s, &link) != 0 ||
+        (i == j) != (link == HCOMM_GPU_LINK_SAME))
+        return bad(cx, "expected %s, got \"%s\"", want, s);
+    if (j < i && links[j * n->ngpus + i] != link)
+        return bad(cx,
+                   "\"%s\", but gpu_links[%d][%d] is \"%s\" (a link joins "
+                   "both GPUs)",
+                   s, j, i, hcomm_gpu_link_name(links[j * n->ngpus + i]));
+    links[i * n->ngpus + j] = link;
+    return HCOMM_SUCCESS;
+}
+
+/* "gpu_links": how the node's "gpus" reach each other, a square matrix in
+ * their order. */
+static hcomm_status_t read_gpu_links(ctx_t *cx, json_t *node,
+                                     hcomm_topo_onode_t *n) {
+    json_t *rows = json_object_get(node, "gpu_links"), *row, *v;
+    size_t base = strlen(cx->where), i, j;
+    if (!rows) return HCOMM_SUCCESS;
+    if (n->ngpus < 0)
+        return bad(cx, "\"gpu_links\" needs \"gpus\" (the GPUs it links, in "
+                       "order)");
+    size_t g = (size_t)n->ngpus;
+    snprintf(cx->where + base, sizeof(cx->where) - base, ".gpu_links");
+    if (!json_is_array(rows))
+        return bad(cx, "expected an array of rows, got %s", type_name(rows));
+    if (json_array_size(rows) != g)
+        return bad(cx, "expected %zu rows (one per GPU of \"gpus\"), got %zu",
+                   g, json_array_size(rows));
+    n->gpu_links = calloc(g * g + 1, sizeof(*n->gpu_links));
+    if (!n->gpu_links)
+        return hcomm_error(HCOMM_ERR_NO_MEMORY, "no memory for %s", cx->file);
+    json_array_foreach(rows, i, row) {
+        snprintf(cx->where + base, sizeof(cx->where) - base, ".gpu_links[%zu]",
+                 i);
+        if (!json_is_array(row))
+            return bad(cx, "expected an array of links, got %s",
+                       type_name(row));
+        if (json_array_size(row) != g)
+            return bad(cx,
+                       "expected %zu links (one per GPU of \"gpus\"), got %zu",
+                       g, json_array_size(row));
+        json_array_foreach(row, j, v) {
+            snprintf(cx->where + base, sizeof(cx->where) - base,
+                     ".gpu_links[%zu][%zu]", i, j);
+            hcomm_status_t st = read_link(cx, v, n, (int)i, (int)j);
+            if (st != HCOMM_SUCCESS) return st;
+        }
+    }
+    cx->where[base] = '\0';
+    return HCOMM_SUCCESS;
+}
+
 static hcomm_status_t read_ranks(ctx_t *cx, json_t *node, int index,
                                  hcomm_topo_override_t *ov) {
     json_t *ranks = json_object_get(node, "ranks"), *v;
@@ -198,7 +260,8 @@ static hcomm_status_t read_ranks(ctx_t *cx, json_t *node, int index,
 
 static hcomm_status_t read_node(ctx_t *cx, json_t *node, int index,
                                 hcomm_topo_override_t *ov) {
-    static const char *const known[] = {"name", "ranks", "gpus", "nics", NULL};
+    static const char *const known[] = {"name", "ranks",     "gpus",
+                                        "nics", "gpu_links", NULL};
     hcomm_topo_onode_t *n = &ov->nodes[index];
     hcomm_status_t st;
     n->ngpus = n->nnics = -1;
@@ -223,7 +286,8 @@ static hcomm_status_t read_node(ctx_t *cx, json_t *node, int index,
         snprintf(n->name, sizeof(n->name), "node%d", index);
     }
     if ((st = read_ranks(cx, node, index, ov)) != HCOMM_SUCCESS) return st;
-    if ((st = read_devs(cx, node, index, ov, n, "gpus")) != HCOMM_SUCCESS)
+    if ((st = read_devs(cx, node, index, ov, n, "gpus")) != HCOMM_SUCCESS ||
+        (st = read_gpu_links(cx, node, n)) != HCOMM_SUCCESS)
         return st;
     return read_devs(cx, node, index, ov, n, "nics");
 }
@@ -304,6 +368,7 @@ void hcomm_topo_override_free(hcomm_topo_override_t *ov) {
         free(ov->nodes[n].nics);
         free(ov->nodes[n].nic_first);
         free(ov->nodes[n].nic_ranks);
+        free(ov->nodes[n].gpu_links);
     }
     free(ov->nodes);
     free(ov->node_of);

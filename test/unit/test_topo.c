@@ -1,7 +1,8 @@
 /* Topology without MPI: the node map built from rank labels, the
  * HCOMM_OVERRIDE_TOPO parser on good and malformed files (written to a
  * temporary directory) and on device strings that look almost like PCI
- * bus ids, and hwloc's view of this process. */
+ * bus ids, hwloc's view of this process, and the links between GPUs (names,
+ * the CUDA IPC rule, NVML's answers read through a stand-in table). */
 #include "topo/topo.h"
 
 #include <limits.h>
@@ -128,6 +129,176 @@ static void test_local(void **state) {
     assert_int_equal(l->numa, -1);
     assert_int_equal(l->ngpus + l->nnics, 0);
 #endif
+}
+
+/* --- links between GPUs ---------------------------------------------------
+ */
+
+static void test_link_names(void **state) {
+    (void)state;
+    static const char *const want[] = {"unknown", "self", "nvlink",
+                                       "pcie",    "p2p",  "none"};
+    for (int l = 0; l < HCOMM_GPU_LINK_COUNT; l++)
+        assert_string_equal(hcomm_gpu_link_name((hcomm_gpu_link_t)l), want[l]);
+    assert_string_equal(hcomm_gpu_link_name(HCOMM_GPU_LINK_COUNT), "invalid");
+    /* The override's words, exactly; not what only detection may say. */
+    static const struct {
+        const char *word;
+        hcomm_gpu_link_t link;
+    } words[] = {{"self", HCOMM_GPU_LINK_SAME},
+                 {"nvlink", HCOMM_GPU_LINK_NVLINK},
+                 {"pcie", HCOMM_GPU_LINK_PCIE},
+                 {"none", HCOMM_GPU_LINK_NONE}};
+    for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++) {
+        hcomm_gpu_link_t got = HCOMM_GPU_LINK_COUNT;
+        assert_int_equal(hcomm_gpu_link_parse(words[i].word, &got), 0);
+        assert_int_equal(got, words[i].link);
+    }
+    static const char *const refused[] = {"unknown", "p2p", "NVLink", "",
+                                          "nvlink ", "pci", "nvlinks"};
+    for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
+        hcomm_gpu_link_t got = HCOMM_GPU_LINK_COUNT;
+        assert_int_equal(hcomm_gpu_link_parse(refused[i], &got), -1);
+        assert_int_equal(got, HCOMM_GPU_LINK_COUNT); /* untouched */
+    }
+}
+
+/* Only "none" blocks the CUDA IPC path; the first one is named. */
+static void test_link_blocked(void **state) {
+    (void)state;
+    const hcomm_gpu_link_t open[] = {HCOMM_GPU_LINK_SAME, HCOMM_GPU_LINK_NVLINK,
+                                     HCOMM_GPU_LINK_PCIE, HCOMM_GPU_LINK_P2P,
+                                     HCOMM_GPU_LINK_UNKNOWN};
+    assert_int_equal(hcomm_gpu_links_first_blocked(5, open), -1);
+    assert_int_equal(hcomm_gpu_links_first_blocked(0, open), -1);
+    const hcomm_gpu_link_t row[] = {HCOMM_GPU_LINK_NVLINK, HCOMM_GPU_LINK_SAME,
+                                    HCOMM_GPU_LINK_PCIE, HCOMM_GPU_LINK_NONE,
+                                    HCOMM_GPU_LINK_NONE};
+    assert_int_equal(hcomm_gpu_links_first_blocked(5, row), 3);
+    assert_int_equal(hcomm_gpu_links_first_blocked(3, row), -1);
+    /* A whole matrix, row by row: 0-1 NVLink, 2 reached by 0 only. */
+    const hcomm_gpu_link_t s = HCOMM_GPU_LINK_SAME, nv = HCOMM_GPU_LINK_NVLINK,
+                           pc = HCOMM_GPU_LINK_PCIE, no = HCOMM_GPU_LINK_NONE;
+    const hcomm_gpu_link_t matrix[] = {s, nv, pc, nv, s, no, pc, no, s};
+    assert_int_equal(hcomm_gpu_links_first_blocked(9, matrix), 5);
+}
+
+/* NVML stand-in: GPUs "a", "b", "c" are handles 1 to 3; status[x][y][caps]
+ * is what nvmlDeviceGetP2PStatus says, or the call fails where ret is set. */
+static struct {
+    int status[4][4][3];
+    int ret[4][4][3];
+    int calls, caps_seen[8];
+} fake;
+
+static int fake_handle(const char *pci, void **device) {
+    if (strlen(pci) != 1 || pci[0] < 'a' || pci[0] > 'c') return 2;
+    *device = (void *)(uintptr_t)(pci[0] - 'a' + 1);
+    return 0;
+}
+
+static int fake_p2p(void *a, void *b, int caps, int *status) {
+    int x = (int)(uintptr_t)a, y = (int)(uintptr_t)b;
+    assert_true(caps == 0 || caps == 2); /* read, NVLink */
+    fake.caps_seen[fake.calls++ % 8] = caps;
+    if (fake.ret[x][y][caps]) return fake.ret[x][y][caps];
+    *status = fake.status[x][y][caps];
+    return 0;
+}
+
+static void test_link_nvml(void **state) {
+    (void)state;
+    const hcomm_nvml_t nvml = {fake_handle, fake_p2p};
+    enum { READ = 0, NVLINK = 2, OK = 0, NOT_SUPPORTED = 5, UNKNOWN = 6 };
+    memset(&fake, 0, sizeof(fake));
+    /* a-b: NVLink, asked first */
+    fake.status[1][2][NVLINK] = OK;
+    assert_int_equal(hcomm_gpu_link_nvml(&nvml, "a", "b"),
+                     HCOMM_GPU_LINK_NVLINK);
+    assert_int_equal(fake.calls, 1);
+    assert_int_equal(fake.caps_seen[0], NVLINK);
+    /* a-c: no NVLink, readable: PCIe */
+    fake.calls = 0;
+    fake.status[1][3][NVLINK] = NOT_SUPPORTED;
+    fake.status[1][3][READ] = OK;
+    assert_int_equal(hcomm_gpu_link_nvml(&nvml, "a", "c"), HCOMM_GPU_LINK_PCIE);
+    assert_int_equal(fake.calls, 2);
+    assert_int_equal(fake.caps_seen[1], READ);
+    /* b-c: neither: no peer access (chipset, topology, regkey alike) */
+    for (int why = 1; why <= NOT_SUPPORTED; why++) {
+        fake.status[2][3][NVLINK] = NOT_SUPPORTED;
+        fake.status[2][3][READ] = why;
+        assert_int_equal(hcomm_gpu_link_nvml(&nvml, "b", "c"),
+                         HCOMM_GPU_LINK_NONE);
+    }
+    /* NVML does not know, or fails: unknown, never none */
+    fake.status[2][3][READ] = UNKNOWN;
+    assert_int_equal(hcomm_gpu_link_nvml(&nvml, "b", "c"),
+                     HCOMM_GPU_LINK_UNKNOWN);
+    fake.status[2][3][READ] = OK;
+    fake.ret[2][3][READ] = 999; /* NVML_ERROR_UNKNOWN */
+    assert_int_equal(hcomm_gpu_link_nvml(&nvml, "b", "c"),
+                     HCOMM_GPU_LINK_UNKNOWN);
+    /* a failed NVLink query still lets the read index speak */
+    fake.ret[2][3][READ] = 0;
+    fake.ret[2][3][NVLINK] = 3; /* NVML_ERROR_NOT_SUPPORTED */
+    assert_int_equal(hcomm_gpu_link_nvml(&nvml, "b", "c"), HCOMM_GPU_LINK_PCIE);
+    /* a GPU NVML does not have */
+    assert_int_equal(hcomm_gpu_link_nvml(&nvml, "a", "z"),
+                     HCOMM_GPU_LINK_UNKNOWN);
+    assert_int_equal(hcomm_gpu_link_nvml(&nvml, "z", "a"),
+                     HCOMM_GPU_LINK_UNKNOWN);
+}
+
+/* Detection on any machine: ids that no GPU has are unknown (NVML and
+ * CUDA find no such device), equal ids the same GPU. */
+static void test_link_detect(void **state) {
+    (void)state;
+    assert_int_equal(hcomm_gpu_link_detect("0000:1b:00.0", "0000:1B:00.0"),
+                     HCOMM_GPU_LINK_SAME);
+    assert_int_equal(hcomm_gpu_link_detect("ffff:fe:1f.6", "ffff:fe:1f.7"),
+                     HCOMM_GPU_LINK_UNKNOWN);
+    assert_int_equal(hcomm_gpu_link_detect("", "0000:1b:00.0"),
+                     HCOMM_GPU_LINK_UNKNOWN);
+    assert_int_equal(hcomm_gpu_link_detect("", ""), HCOMM_GPU_LINK_UNKNOWN);
+}
+
+/* A topology's links: the override's matrix by index or by PCI bus id (any
+ * case); detection for GPUs outside it or without one. */
+static void test_topo_links(void **state) {
+    (void)state;
+    hcomm_topo_dev_t gpus[3] = {{"0000:1b:00.0", "0000:1b:00.0"},
+                                {"0000:1c:00.0", "0000:1c:00.0"},
+                                {"cuda2", ""}};
+    const hcomm_gpu_link_t s = HCOMM_GPU_LINK_SAME, nv = HCOMM_GPU_LINK_NVLINK,
+                           pc = HCOMM_GPU_LINK_PCIE, no = HCOMM_GPU_LINK_NONE;
+    hcomm_gpu_link_t links[9] = {s, no, pc, no, s, nv, pc, nv, s};
+    hcomm_topo_t t = {.ngpus = 3, .gpus = gpus, .gpu_links = links};
+    for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 3; j++)
+            assert_int_equal(hcomm_topo_gpu_link(&t, i, j), links[i * 3 + j]);
+    assert_int_equal(
+        hcomm_topo_gpu_link_pci(&t, "0000:1B:00.0", "0000:1c:00.0"),
+        HCOMM_GPU_LINK_NONE);
+    assert_int_equal(
+        hcomm_topo_gpu_link_pci(&t, "0000:1c:00.0", "0000:1c:00.0"),
+        HCOMM_GPU_LINK_SAME);
+    /* not among the override's GPUs: detected (no such GPU: unknown) */
+    assert_int_equal(
+        hcomm_topo_gpu_link_pci(&t, "0000:1b:00.0", "ffff:fe:1f.7"),
+        HCOMM_GPU_LINK_UNKNOWN);
+    assert_int_equal(hcomm_topo_gpu_link_pci(&t, "", "0000:1b:00.0"),
+                     HCOMM_GPU_LINK_UNKNOWN);
+    /* no stated links: detected between the ids, unknown without one */
+    t.gpu_links = NULL;
+    gpus[0] = (hcomm_topo_dev_t){"x", "ffff:fe:1f.6"};
+    gpus[1] = (hcomm_topo_dev_t){"y", "ffff:fe:1f.7"};
+    assert_int_equal(hcomm_topo_gpu_link(&t, 0, 0), HCOMM_GPU_LINK_SAME);
+    assert_int_equal(hcomm_topo_gpu_link(&t, 0, 1), HCOMM_GPU_LINK_UNKNOWN);
+    assert_int_equal(hcomm_topo_gpu_link(&t, 1, 2), HCOMM_GPU_LINK_UNKNOWN);
+    assert_int_equal(
+        hcomm_topo_gpu_link_pci(&t, "0000:1b:00.0", "0000:1c:00.0"),
+        HCOMM_GPU_LINK_UNKNOWN);
 }
 
 /* --- the override file -----------------------------------------------------
@@ -394,6 +565,92 @@ static void test_override_pci(void **state) {
     hcomm_topo_override_free(&ov);
 }
 
+/* "gpu_links": the matrix in the order of "gpus", either key first. */
+static void test_override_gpu_links(void **state) {
+    (void)state;
+    hcomm_topo_override_t ov;
+    const char *p =
+        file("{\"nodes\": [{\"ranks\": [0], \"gpu_links\": [\n"
+             "   [\"self\", \"nvlink\", \"pcie\"],\n"
+             "   [\"nvlink\", \"self\", \"none\"],\n"
+             "   [\"pcie\", \"none\", \"self\"]],\n"
+             "  \"gpus\": [\"0000:1b:00.0\", \"0000:1c:00.0\", \"cuda2\"]},\n"
+             " {\"ranks\": [1], \"gpus\": [\"cuda0\"], \"gpu_links\": "
+             "[[\"self\"]]},\n"
+             " {\"ranks\": [2], \"gpus\": [], \"gpu_links\": []},\n"
+             " {\"ranks\": [3], \"gpus\": [\"cuda0\", \"cuda1\"]}]}\n");
+    assert_int_equal(hcomm_topo_override_load(p, 4, &ov), HCOMM_SUCCESS);
+    const hcomm_gpu_link_t s = HCOMM_GPU_LINK_SAME, nv = HCOMM_GPU_LINK_NVLINK,
+                           pc = HCOMM_GPU_LINK_PCIE, no = HCOMM_GPU_LINK_NONE;
+    const hcomm_gpu_link_t want[9] = {s, nv, pc, nv, s, no, pc, no, s};
+    assert_int_equal(ov.nodes[0].ngpus, 3);
+    assert_non_null(ov.nodes[0].gpu_links);
+    for (int i = 0; i < 9; i++)
+        assert_int_equal(ov.nodes[0].gpu_links[i], want[i]);
+    assert_int_equal(ov.nodes[1].gpu_links[0], s);
+    assert_int_equal(ov.nodes[2].ngpus, 0);
+    assert_null(ov.nodes[3].gpu_links); /* not stated: detection's */
+    hcomm_topo_override_free(&ov);
+    assert_null(ov.nodes);
+}
+
+/* Every way "gpu_links" can be wrong, each named by its JSON path. */
+static void test_override_gpu_links_bad(void **state) {
+    (void)state;
+#define NODE(gpus, links)                                                      \
+    "{\"nodes\": [{\"ranks\": [0]}, {\"ranks\": [1], \"gpus\": " gpus          \
+    ", \"gpu_links\": " links "}]}"
+#define TWO "[\"cuda0\", \"cuda1\"]"
+    fails(2, "{\"nodes\": [{\"ranks\": [0, 1], \"gpu_links\": []}]}",
+          "nodes[0]: \"gpu_links\" needs \"gpus\"", NULL);
+    fails(2, NODE(TWO, "{\"0\": \"nvlink\"}"),
+          "nodes[1].gpu_links: expected an array of rows, got an object", NULL);
+    fails(2, NODE(TWO, "[[\"self\", \"pcie\"]]"),
+          "nodes[1].gpu_links: expected 2 rows (one per GPU of \"gpus\"), "
+          "got 1",
+          NULL);
+    fails(2, NODE(TWO, "[[\"self\", \"pcie\"], \"pcie\"]"),
+          "nodes[1].gpu_links[1]: expected an array of links, got a string",
+          NULL);
+    fails(2,
+          NODE(TWO, "[[\"self\", \"pcie\"], [\"pcie\", \"self\", \"none\"]]"),
+          "nodes[1].gpu_links[1]: expected 2 links (one per GPU of "
+          "\"gpus\"), got 3",
+          NULL);
+    fails(2, NODE(TWO, "[[\"self\", 1], [\"pcie\", \"self\"]]"),
+          "nodes[1].gpu_links[0][1]: expected \"nvlink\", \"pcie\" or "
+          "\"none\", got an integer",
+          NULL);
+    fails(2, NODE(TWO, "[[\"self\", \"NVLink\"], [\"nvlink\", \"self\"]]"),
+          "nodes[1].gpu_links[0][1]: expected \"nvlink\", \"pcie\" or "
+          "\"none\", got \"NVLink\"",
+          NULL);
+    fails(2, NODE(TWO, "[[\"self\", \"p2p\"], [\"p2p\", \"self\"]]"),
+          "nodes[1].gpu_links[0][1]:", "got \"p2p\"", NULL);
+    fails(2, NODE(TWO, "[[\"self\", \"unknown\"], [\"unknown\", \"self\"]]"),
+          "nodes[1].gpu_links[0][1]:", "got \"unknown\"", NULL);
+    fails(2, NODE(TWO, "[[\"self\", \"self\"], [\"self\", \"self\"]]"),
+          "nodes[1].gpu_links[0][1]: expected \"nvlink\", \"pcie\" or "
+          "\"none\", got \"self\"",
+          NULL);
+    fails(2, NODE(TWO, "[[\"self\", \"none\"], [\"none\", \"none\"]]"),
+          "nodes[1].gpu_links[1][1]: expected \"self\" (a GPU's link to "
+          "itself), got \"none\"",
+          NULL);
+    fails(2, NODE(TWO, "[[null, \"none\"], [\"none\", \"self\"]]"),
+          "nodes[1].gpu_links[0][0]: expected \"self\"", "got null", NULL);
+    fails(2, NODE(TWO, "[[\"self\", \"nvlink\"], [\"pcie\", \"self\"]]"),
+          "nodes[1].gpu_links[1][0]: \"pcie\", but gpu_links[0][1] is "
+          "\"nvlink\" (a link joins both GPUs)",
+          NULL);
+    fails(2,
+          "{\"nodes\": [{\"ranks\": [0, 1], \"gpus\": [\"cuda0\"], "
+          "\"gpu_link\": [[\"self\"]]}]}",
+          "nodes[0]: unknown key \"gpu_link\"", NULL);
+#undef NODE
+#undef TWO
+}
+
 static void test_override_no_file(void **state) {
     (void)state;
     hcomm_topo_override_t ov;
@@ -406,10 +663,11 @@ static void test_override_no_file(void **state) {
 
 int main(void) {
     const struct CMUnitTest map_tests[] = {
-        cmocka_unit_test(test_map_uneven),
-        cmocka_unit_test(test_map_extremes),
-        cmocka_unit_test(test_map_large),
-        cmocka_unit_test(test_local),
+        cmocka_unit_test(test_map_uneven), cmocka_unit_test(test_map_extremes),
+        cmocka_unit_test(test_map_large),  cmocka_unit_test(test_local),
+        cmocka_unit_test(test_link_names), cmocka_unit_test(test_link_blocked),
+        cmocka_unit_test(test_link_nvml),  cmocka_unit_test(test_link_detect),
+        cmocka_unit_test(test_topo_links),
     };
     int failed = cmocka_run_group_tests_name("topo_map", map_tests, NULL, NULL);
 #ifdef HAVE_JANSSON
@@ -422,6 +680,8 @@ int main(void) {
         cmocka_unit_test(test_override_keys),
         cmocka_unit_test(test_override_nic_ranks),
         cmocka_unit_test(test_override_pci),
+        cmocka_unit_test(test_override_gpu_links),
+        cmocka_unit_test(test_override_gpu_links_bad),
         cmocka_unit_test(test_override_no_file),
     };
     failed += cmocka_run_group_tests_name("topo_override", override_tests,
