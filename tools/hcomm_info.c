@@ -1,5 +1,6 @@
 /* hcomm_info: the version, build options and configuration of HCOMM, and,
- * under mpirun, the job's topology.
+ * under mpirun, the job's topology (with the links between the GPUs of
+ * rank 0's node).
  *   hcomm_info                  everything, values and where they came from
  *                               (launched by mpirun: also the topology)
  *   hcomm_info --topology       initialise MPI (a singleton without mpirun)
@@ -103,6 +104,28 @@ static void describe(const hcomm_topo_t *t, rank_report_t *r) {
     append_devs(r->line, sizeof(r->line), "NICs", t->nics, t->nnics);
 }
 
+/* How the GPUs of this rank's node (as its GPUs line lists them) reach
+ * each other: a matrix, with each GPU's name at the end of its row. */
+static void print_gpu_links(const hcomm_topo_t *t) {
+    printf("  GPU links on node %d \"%s\"", t->map.node_of[t->rank],
+           t->node_name);
+    if (t->ngpus == 0) {
+        printf(": no GPUs\n");
+        return;
+    }
+    printf(" (%s):\n%11s", t->gpu_links ? "HCOMM_OVERRIDE_TOPO" : "detected",
+           "");
+    for (int j = 0; j < t->ngpus; j++) /* no blanks after the last */
+        printf(j + 1 < t->ngpus ? "  gpu%-4d" : "  gpu%d", j);
+    printf("\n");
+    for (int i = 0; i < t->ngpus; i++) {
+        printf("    gpu%-4d", i);
+        for (int j = 0; j < t->ngpus; j++)
+            printf("  %-7s", hcomm_gpu_link_name(hcomm_topo_gpu_link(t, i, j)));
+        printf("  %s\n", t->gpus[i].name);
+    }
+}
+
 static void print_topology(const hcomm_topo_t *t, const rank_report_t *all) {
     const hcomm_topo_map_t *m = &t->map;
     const char *path = hcomm_cfg_str(HCOMM_CFG_OVERRIDE_TOPO);
@@ -121,6 +144,7 @@ static void print_topology(const hcomm_topo_t *t, const rank_report_t *all) {
     }
     for (int r = 0; r < m->size; r++)
         printf("  %s\n", all[r].line);
+    print_gpu_links(t);
 }
 
 /* What compression auto picks here (hcomm_allreduce_ex, HCOMM_COMPRESS_AUTO,
