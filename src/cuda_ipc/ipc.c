@@ -3,7 +3,9 @@
 #include "cuda_ipc/ipc_state.h"
 #include "core/config.h"
 #include "core/log.h"
+#include "topo/topo.h"
 
+#include <ctype.h>
 #include <cuda_runtime_api.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,7 +23,8 @@ int hcomm_ipc_applies(const hcomm_comm_impl_t *c, hcomm_coll_t coll,
 typedef struct {
     int ok;
     cudaIpcMemHandle_t handle;
-    cudaUUID_t gpu; /* which GPU the workspace is on */
+    cudaUUID_t gpu;               /* which GPU the workspace is on */
+    char pci[HCOMM_TOPO_PCI_LEN]; /* its PCI bus id, lower case; "" unknown */
 } ipc_card_t;
 
 /* How the tables of ordinary buffers (ipc_cards.h) reach CUDA. */
@@ -79,6 +82,40 @@ static void release(hcomm_ipc_t *ipc, int rank, int nranks) {
     free(ipc);
 }
 
+/* The device's PCI bus id as hwloc and the override file write it (lower
+ * case); "" when CUDA will not say: its links are then unknown. */
+static void own_pci(int device, char pci[HCOMM_TOPO_PCI_LEN]) {
+    if (cudaDeviceGetPCIBusId(pci, HCOMM_TOPO_PCI_LEN, device) != cudaSuccess) {
+        cudaGetLastError();
+        pci[0] = '\0';
+    }
+    for (char *ch = pci; *ch; ch++)
+        *ch = (char)tolower((unsigned char)*ch);
+}
+
+/* Whether this rank's GPU reaches every peer's: 0 where a pair has no peer
+ * access, named in the log. Ranks may see links differently (detection is
+ * per process): the caller's Allreduce makes them all decline together. */
+static int peers_reachable(const hcomm_comm_impl_t *c, const ipc_card_t *all) {
+    const ipc_card_t *mine = &all[c->rank];
+    hcomm_gpu_link_t *links = calloc((size_t)c->size, sizeof(*links));
+    if (!links) return 0;
+    for (int p = 0; p < c->size; p++)
+        links[p] = memcmp(&all[p].gpu, &mine->gpu, sizeof(mine->gpu)) == 0
+                       ? HCOMM_GPU_LINK_SAME
+                   : c->topo
+                       ? hcomm_topo_gpu_link_pci(c->topo, mine->pci, all[p].pci)
+                       : hcomm_gpu_link_detect(mine->pci, all[p].pci);
+    int bad = hcomm_gpu_links_first_blocked(c->size, links);
+    if (bad >= 0)
+        HCOMM_LOG(HCOMM_LOG_INFO,
+                  "cuda ipc: declined on communicator %u: rank %d's GPU %s "
+                  "has no peer access to rank %d's GPU %s",
+                  (unsigned)c->id, c->rank, mine->pci, bad, all[bad].pci);
+    free(links);
+    return bad < 0;
+}
+
 /* This rank's workspace and host words; 0 on failure (logged). */
 static int make_own(hcomm_ipc_t *ipc, int rank, ipc_card_t *card) {
     size_t bytes = HCOMM_IPC_FLAG_BYTES + 2 * ipc->area_bytes;
@@ -94,6 +131,7 @@ static int make_own(hcomm_ipc_t *ipc, int rank, ipc_card_t *card) {
     if (e == cudaSuccess)
         e = cudaGetDeviceProperties(&prop, hcomm_gpu_ctx_device(ipc->ctx));
     if (e == cudaSuccess) card->gpu = prop.uuid;
+    if (e == cudaSuccess) own_pci(hcomm_gpu_ctx_device(ipc->ctx), card->pci);
     if (e == cudaSuccess)
         e = cudaHostAlloc(&ipc->words, 4096, cudaHostAllocMapped);
     if (e == cudaSuccess) {
@@ -138,6 +176,8 @@ int hcomm_ipc_ready(hcomm_comm_impl_t *c, struct hcomm_gpu_ctx *ctx) {
         for (int p = 0; p < c->size; p++)
             if (memcmp(&all[p].gpu, &mine.gpu, sizeof(mine.gpu)) != 0)
                 ipc->one_gpu = 0;
+        /* one GPU: nothing to detect, the path runs as it always has */
+        if (!ipc->one_gpu) ok = peers_reachable(c, all);
     }
     for (int p = 0; ok && p < c->size; p++) {
         if (p == c->rank) continue;
