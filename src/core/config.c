@@ -68,8 +68,10 @@ static const cfg_entry_t table[HCOMM_CFG_COUNT] = {
      "Path of a JSON file stating the nodes in place of the detected ones: "
      "`{\"nodes\": [{\"name\": \"n0\", \"ranks\": [0, 1], \"gpus\": "
      "[...], \"nics\": [...]}, ...]}` with every MPI_COMM_WORLD rank once; "
-     "name, gpus and nics optional, other keys an error; a NIC may be "
-     "`{\"name\": ..., \"ranks\": [...]}` (near those ranks only)."},
+     "name, gpus, nics and gpu_links optional, other keys an error; a NIC "
+     "may be `{\"name\": ..., \"ranks\": [...]}` (near those ranks only); "
+     "gpu_links: the links between the node's gpus, a square matrix of "
+     "\"self\" (diagonal), \"nvlink\", \"pcie\" or \"none\"."},
     {"HCOMM_SHM_SLOT_SIZE", CFG_SIZE, "256K", NULL,
      "Bytes each rank stages per round in the node's shared segment (two "
      "slots per rank); 0 turns the shared-memory path off."},
