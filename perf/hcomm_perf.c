@@ -85,6 +85,7 @@ enum {
     OPT_DEVICE,
     OPT_STREAM,
     OPT_NCCL,
+    OPT_REWRITE,
     OPT_HELP
 };
 
@@ -117,6 +118,7 @@ static const opt_spec_t opt_specs[] = {
     {'D', "device", 1, OPT_DEVICE},
     {'S', "stream", 0, OPT_STREAM},
     {0, "nccl", 0, OPT_NCCL},
+    {0, "rewrite", 0, OPT_REWRITE},
     {'h', "help", 0, OPT_HELP},
 };
 #define NSPECS (sizeof opt_specs / sizeof opt_specs[0])
@@ -220,6 +222,11 @@ static void print_usage(FILE *f) {
         "                         (one stream synchronisation per trial)\n"
         "      --nccl             -D cuda: NCCL instead of MPI in the second\n"
         "                         columns, on the same buffers and stream\n"
+        "      --rewrite          host buffers: before each call, untimed,\n"
+        "                         write every cache line of the input, as\n"
+        "                         a program's new data each step (a peer\n"
+        "                         then reads lines its owner just wrote);\n"
+        "                         each call is timed on its own\n"
         "  -h, --help             this text\n\n"
         "Sizes as nccl-tests: the buffer of allreduce, broadcast, reduce; the\n"
         "receive buffer of allgather and gather; the send buffer of\n"
@@ -347,6 +354,9 @@ static int apply_opt(perf_opts_t *o, const opt_spec_t *spec, const char *v,
     case OPT_NCCL:
         o->nccl = 1;
         return 0;
+    case OPT_REWRITE:
+        o->rewrite = 1;
+        return 0;
     case OPT_COLL:
         return set_coll(o, coll_set, v, err);
     default:
@@ -411,6 +421,8 @@ static int check_opts(const perf_opts_t *o, int nranks, char *err) {
                  "--mpi-only, --hcomm-only or --registered");
     else if ((o->stream || o->nccl) && !o->device)
         snprintf(err, ERRLEN, "--stream and --nccl need -D cuda");
+    else if (o->rewrite && o->device)
+        snprintf(err, ERRLEN, "--rewrite: host buffers only");
     else if (o->device && o->pmpi)
         snprintf(err, ERRLEN, "-D cuda: not with --pmpi");
 #ifndef HAVE_CUDA
@@ -747,11 +759,32 @@ static void run_side(const perf_ctx_t *c, const perf_layout_t *l,
     if (st != HCOMM_SUCCESS) die_call(c, l, st);
 }
 
+/* --rewrite: every cache line of this rank's input written again (the
+ * same bytes), so that it is modified in this core's cache, as a step's
+ * new gradients are, when the call starts. */
+static void rewrite_input(const perf_layout_t *l, const perf_bufs_t *b) {
+    size_t esize = perf_dtypes[l->dtype].size;
+    volatile char *p = b->send ? b->send : b->recv;
+    size_t bytes = (b->send ? l->send_elems : l->recv_elems) * esize;
+    for (size_t i = 0; p && i < bytes; i += 64)
+        p[i] = p[i];
+}
+
 /* Seconds per call on this rank; the barrier lines the ranks up so that
  * no rank's trial includes waiting for the others to arrive. */
 static double timed_batch(const perf_ctx_t *c, const perf_layout_t *l,
                           const perf_bufs_t *b, int side, int iters) {
     MPI_Barrier(MPI_COMM_WORLD);
+    if (c->opts.rewrite) {
+        double sum = 0;
+        for (int k = 0; k < iters; k++) {
+            rewrite_input(l, b);
+            const double t = now_s();
+            run_side(c, l, b, side);
+            sum += now_s() - t;
+        }
+        return sum / iters;
+    }
     const double t0 = now_s();
     for (int k = 0; k < iters; k++)
         run_side(c, l, b, side);

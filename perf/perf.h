@@ -87,10 +87,11 @@ typedef struct {
     int iters, warmup, check, root, inplace, json;
     int registered;         /* buffers from hcomm_mem_alloc */
     int run_hcomm, run_mpi; /* --mpi-only / --hcomm-only clear one */
-    int pmpi;   /* the hcomm columns time MPI_*, the MPI columns PMPI_* */
-    int device; /* -D cuda: buffers in GPU memory */
-    int stream; /* -S: hcomm's stream-ordered forms, one sync per trial */
-    int nccl;   /* --nccl: the baseline is NCCL, not MPI */
+    int pmpi;    /* the hcomm columns time MPI_*, the MPI columns PMPI_* */
+    int device;  /* -D cuda: buffers in GPU memory */
+    int stream;  /* -S: hcomm's stream-ordered forms, one sync per trial */
+    int nccl;    /* --nccl: the baseline is NCCL, not MPI */
+    int rewrite; /* --rewrite: the input written before each call */
     const char *baseline; /* the second side's name in the table */
     hcomm_dtype_t dtype;
     hcomm_op_t op;

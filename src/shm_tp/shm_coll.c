@@ -1050,14 +1050,10 @@ void hcomm_shm_op_describe(const hcomm_shm_op_t *op, char *out, size_t len) {
  * slots (two copies of each byte, from cache)
  * up to HCOMM_SHM_SLOTS_MAX_MOVE (all blocks), then direct reads (one copy)
  * where the kernel allows them, else the plans (at 2 ranks scatter and
- * alltoall read directly from HCOMM_SHM_DIRECT_MIN_2, gather from
- * GATHER_DIRECT_MIN_2 to GATHER_DIRECT_MAX_2). alltoallv always
+ * alltoall read directly from HCOMM_SHM_DIRECT_MIN_2). alltoallv always
  * starts on the segment, which declines blocks too large for it
  * (shm_alltoallv.c). */
 #define SLOTS_MAX_REDUCE (256u << 10)
-/* the blocks a 2-rank gather's root reads directly (below) */
-#define GATHER_DIRECT_MIN_2 (32u << 10)
-#define GATHER_DIRECT_MAX_2 (512u << 10)
 
 /* A one-shot reduction: each rank that reduces reads bytes from every
  * peer's slot, up to HCOMM_FAST_PATH_SMALL_MSG in all. */
@@ -1090,11 +1086,14 @@ hcomm_shm_algo_t hcomm_shm_select(const hcomm_shm_t *shm, hcomm_coll_t coll,
     case HCOMM_COLL_BARRIER:
         return HCOMM_SHM_ONESHOT;
     case HCOMM_COLL_ALLGATHERV: /* bytes: all blocks */
-        /* 2 ranks, blocks of HCOMM_SHM_DIRECT_MIN_2 or more (shm_layout.h)
-         * by direct reads: at 64 KiB-2 MiB in all 3.95-18.6 us against the
-         * slots' 7.5-39.4 (MPI 4.5-19.9), 1 MiB 45-50 against 78 */
+        /* 2 ranks, 128-256 KiB in all: direct reads 1.05-1.08x MPI, the
+         * slots 0.70-0.74x; from 512 KiB the slots 1.2-1.4x, direct reads
+         * 1.0x (here, whatever the buffers' sizes and places); past the
+         * slots' 2 MiB direct reads again, 0.98-1.07x where the plans took
+         * 0.92-0.96x (4-64 MiB) */
         if (shm->cma && peers == 1 &&
-            (bytes >= 2 * HCOMM_SHM_DIRECT_MIN_2 ||
+            ((bytes >= 2 * HCOMM_SHM_DIRECT_MIN_2 &&
+              bytes <= 4 * HCOMM_SHM_DIRECT_MIN_2) ||
              bytes > HCOMM_SHM_SLOTS_MAX_MOVE))
             return HCOMM_SHM_CMA;
         /* fall through */
@@ -1120,14 +1119,6 @@ hcomm_shm_algo_t hcomm_shm_select(const hcomm_shm_t *shm, hcomm_coll_t coll,
             return HCOMM_SHM_CMA;
         /* fall through */
     case HCOMM_COLL_GATHER:
-        /* 2 ranks: the root reads blocks of 32-512 KiB directly (64 KiB-
-         * 1 MiB buffers 3.1-17.0 us against the slots' 3.5-21.2, MPI
-         * 3.2-17.4); smaller ones the slots take as fast, and 1 MiB
-         * blocks faster (127-131 us against 160, MPI 160-165), the peer
-         * copying in while the root copies out */
-        if (shm->cma && peers == 1 && bytes >= GATHER_DIRECT_MIN_2 &&
-            bytes <= GATHER_DIRECT_MAX_2)
-            return HCOMM_SHM_CMA;
         if (bytes * (size_t)shm->size <= HCOMM_SHM_SLOTS_MAX_MOVE)
             return HCOMM_SHM_ONESHOT;
         return shm->cma ? HCOMM_SHM_CMA : HCOMM_SHM_NONE;

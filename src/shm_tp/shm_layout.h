@@ -140,12 +140,12 @@ static inline void hcomm_shm_prefetch(const char *p, size_t bytes) {
  * direct reads (one copy) start to win above 2 ranks (README, "Shared
  * memory"). */
 #define HCOMM_SHM_SLOTS_MAX_MOVE (2u << 20)
-/* At 2 ranks scatter, alltoall, alltoallv and allgatherv read blocks from
- * this size directly where the kernel allows it. On this machine (stop 38,
- * 2 cores of a Xeon with 2 MiB of L2 a core), alltoall's 8-32 KiB blocks
- * took 1.57-3.70 us that way against the slots' 2.22-8.51 (MPI 2.2-4.9);
- * 2 KiB blocks 1.37-1.47 against 1.12-1.14 (gather: shm_coll.c). */
-#define HCOMM_SHM_DIRECT_MIN_2 (8u << 10)
+/* At 2 ranks scatter, alltoall and alltoallv (and allgatherv, up to twice
+ * this) read blocks from this size directly where the kernel allows it: here
+ * 128 KiB to 2 MiB blocks took 1.3-2x longer through the slots, 64
+ * KiB 1.1-1.5x, 32 KiB about the same (gather's slots stay ahead: its root
+ * copies out while the peer copies in). */
+#define HCOMM_SHM_DIRECT_MIN_2 (64u << 10)
 
 /* Publishes where this rank's buffer of len bytes is: a region id and
  * offset when it is registered, else its address. */

@@ -802,7 +802,7 @@ static size_t a2av_count(int shape, int P, int i, int j) {
         return i + j == P - 1 && i * j == 0 ? 40 : (size_t)(i + j) % 2;
     case A2AV_HUGE: /* all blocks past 2 MiB */
         return (2u << 20) / 4 / (size_t)P + (size_t)(i + j) % 3;
-    case A2AV_MID: /* blocks past HCOMM_SHM_DIRECT_MIN_2 */
+    case A2AV_MID: /* HCOMM_SHM_DIRECT_MIN_2 and a little more */
         return (64u << 10) / 4 + (size_t)(i + j) % 3;
     default:
         return (size_t)(i + j) % 5 + 36;
