@@ -26,7 +26,8 @@ Run from a build directory, as root (for the network namespaces):
    tools/hcomm_sim_netns.json (namespace hosts).
 3. Compares predictions with hcomm_perf (median trial of the slowest rank,
    fastest of HCOMM_CALIB_REPS runs, 5 by default)
-   for 2 to 8 ranks on this host (oversubscribed past 2: it has 2 cores)
+   for 2 to 8 ranks on this host (a core each, bound, where it has the
+   cores; else unbound and oversubscribed, as past 2 on a 2-core one)
    and for 2 hosts x 2 and 3 hosts of 2, 2, 1 ranks, each algorithm forced
    with HCOMM_ALGO, and prints the table (markdown) with the ratio.
 With --measure-only it runs only the measurements (step 3's too) and
@@ -110,7 +111,14 @@ def perf(ranks, coll, algo, lo, hi, factor, hosts=None, reps=None):
 
 def measure_perf(ranks, coll, algo, lo, hi, factor, hosts, reps):
     env = dict(ENV, HCOMM_ALGO="%s=%s" % (coll, algo))
-    cmd = ["mpirun", "-np", str(ranks), "--bind-to", "none"]
+    # One host with a core a rank: each rank on its own core, and the
+    # same cores from run to run (unbound, the 16-core host's record had
+    # a 3-rank ring at 16 KiB slower than a 4-rank one); past the cores
+    # (here), unbound, as binding refuses them.
+    bound = not hosts and ranks <= (os.cpu_count() or 1)
+    cmd = ["mpirun", "-np", str(ranks)]
+    cmd += (["--bind-to", "core", "--map-by", "core"] if bound
+            else ["--bind-to", "none"])
     if hosts:
         cmd += ["--host", hosts, "--mca", "plm_rsh_agent", AGENT,
                 "--mca", "oob_tcp_if_include", NET + ".0/24",
