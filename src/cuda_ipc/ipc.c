@@ -5,7 +5,6 @@
 #include "core/log.h"
 #include "topo/topo.h"
 
-#include <ctype.h>
 #include <cuda_runtime_api.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,7 +23,7 @@ typedef struct {
     int ok;
     cudaIpcMemHandle_t handle;
     cudaUUID_t gpu;               /* which GPU the workspace is on */
-    char pci[HCOMM_TOPO_PCI_LEN]; /* its PCI bus id, lower case; "" unknown */
+    char pci[HCOMM_TOPO_PCI_LEN]; /* its PCI bus id; "" unknown */
 } ipc_card_t;
 
 /* How the tables of ordinary buffers (ipc_cards.h) reach CUDA. */
@@ -82,15 +81,13 @@ static void release(hcomm_ipc_t *ipc, int rank, int nranks) {
     free(ipc);
 }
 
-/* The device's PCI bus id as hwloc and the override file write it (lower
- * case); "" when CUDA will not say: its links are then unknown. */
+/* The device's PCI bus id (links are looked up by it in any case); ""
+ * when CUDA will not say: its links are then unknown. */
 static void own_pci(int device, char pci[HCOMM_TOPO_PCI_LEN]) {
     if (cudaDeviceGetPCIBusId(pci, HCOMM_TOPO_PCI_LEN, device) != cudaSuccess) {
         cudaGetLastError();
         pci[0] = '\0';
     }
-    for (char *ch = pci; *ch; ch++)
-        *ch = (char)tolower((unsigned char)*ch);
 }
 
 /* Whether this rank's GPU reaches every peer's: 0 where a pair has no peer
@@ -101,11 +98,10 @@ static int peers_reachable(const hcomm_comm_impl_t *c, const ipc_card_t *all) {
     hcomm_gpu_link_t *links = calloc((size_t)c->size, sizeof(*links));
     if (!links) return 0;
     for (int p = 0; p < c->size; p++)
-        links[p] = memcmp(&all[p].gpu, &mine->gpu, sizeof(mine->gpu)) == 0
-                       ? HCOMM_GPU_LINK_SAME
-                   : c->topo
-                       ? hcomm_topo_gpu_link_pci(c->topo, mine->pci, all[p].pci)
-                       : hcomm_gpu_link_detect(mine->pci, all[p].pci);
+        links[p] =
+            memcmp(&all[p].gpu, &mine->gpu, sizeof(mine->gpu)) == 0
+                ? HCOMM_GPU_LINK_SAME
+                : hcomm_topo_gpu_link_pci(c->topo, mine->pci, all[p].pci);
     int bad = hcomm_gpu_links_first_blocked(c->size, links);
     if (bad >= 0)
         HCOMM_LOG(HCOMM_LOG_INFO,

@@ -4,9 +4,9 @@
 #include "core/log.h"
 #include "topo/gpu_links.h"
 
-#include <ctype.h>
 #include <dlfcn.h>
 #include <pthread.h>
+#include <strings.h>
 
 #ifdef HAVE_CUDA
 #include <cuda_runtime_api.h>
@@ -55,15 +55,9 @@ static hcomm_gpu_link_t link_cuda(const char *a, const char *b) {
 }
 #endif
 
-static int same_pci(const char *a, const char *b) {
-    for (; *a && *b; a++, b++)
-        if (tolower((unsigned char)*a) != tolower((unsigned char)*b)) return 0;
-    return *a == *b;
-}
-
 hcomm_gpu_link_t hcomm_gpu_link_detect(const char *a, const char *b) {
     if (!a[0] || !b[0]) return HCOMM_GPU_LINK_UNKNOWN;
-    if (same_pci(a, b)) return HCOMM_GPU_LINK_SAME;
+    if (strcasecmp(a, b) == 0) return HCOMM_GPU_LINK_SAME;
     pthread_once(&nvml_once, load_nvml);
     if (nvml_loaded) {
         hcomm_gpu_link_t l = hcomm_gpu_link_nvml(&nvml_lib, a, b);

@@ -27,8 +27,9 @@ run() {
     sed -n '/GPU links/,$p' "$dir/$1.all" >"$dir/$1.out"
 }
 
-# expect NAME: the matrix printed is exactly stdin
+# expect NAME: the run succeeded and the matrix printed is exactly stdin
 expect() {
+    [ "$rc" -eq 0 ] || { echo "FAILED: $1: exit $rc"; failed=1; }
     if ! diff -u - "$dir/$1.out"; then
         echo "FAILED: $1: the matrix differs (above)"
         cat "$dir/$1.all" "$dir/$1.err"
@@ -45,7 +46,6 @@ cat >"$dir/stated.json" <<'EOF'
            {"name": "n1", "ranks": [1]}]}
 EOF
 run stated "$dir/stated.json"
-[ $rc -eq 0 ] || { echo "FAILED: stated: exit $rc"; failed=1; }
 expect stated <<'EOF'
   GPU links on node 0 "n0" (HCOMM_OVERRIDE_TOPO):
              gpu0     gpu1     gpu2
@@ -60,7 +60,6 @@ cat >"$dir/detected.json" <<'EOF'
             "gpus": ["ffff:fe:1f.6", "ffff:fe:1f.7", "cuda2"]}]}
 EOF
 run detected "$dir/detected.json"
-[ $rc -eq 0 ] || { echo "FAILED: detected: exit $rc"; failed=1; }
 expect detected <<'EOF'
   GPU links on node 0 "n0" (detected):
              gpu0     gpu1     gpu2
@@ -73,7 +72,6 @@ cat >"$dir/none.json" <<'EOF'
 {"nodes": [{"name": "n0", "ranks": [0, 1], "gpus": []}]}
 EOF
 run none "$dir/none.json"
-[ $rc -eq 0 ] || { echo "FAILED: none: exit $rc"; failed=1; }
 expect none <<'EOF'
   GPU links on node 0 "n0": no GPUs
 EOF
