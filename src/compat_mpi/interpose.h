@@ -379,14 +379,20 @@ int hcmpi_ireq_wrap(hcomm_request_t hreq, MPI_Comm comm, MPI_Request *out);
  * success: unpack (when from is set) from scratch, move move_bytes from
  * move_from to move_to; then, always, free the scratch and d itself. */
 typedef struct {
-    hcmpi_layout_t unpack;
     char *from;
     char *scratch[2];
     char *move_from, *move_to;
     size_t move_bytes;
     int on_heap; /* freed by hcmpi_done_run */
+    /* Last: read only where from is set, and large (a derived type's
+     * runs), so that a blocking call zeroes only what comes before it. */
+    hcmpi_layout_t unpack;
 } hcmpi_done_t;
 hcmpi_done_t *hcmpi_done_new(void); /* on the heap; NULL without memory */
+/* What finishes a call: local (zeroed up to unpack) for a blocking one,
+ * request NULL, so that the small-message path allocates nothing; else
+ * hcmpi_done_new. */
+hcmpi_done_t *hcmpi_done_for(MPI_Request *request, hcmpi_done_t *local);
 int hcmpi_done_run(void *d, hcomm_status_t st); /* an MPI error code */
 /* Ends a taken call started as hreq (st: how it started, or for a blocking
  * call, request NULL, how it ended): a generalized request that runs d

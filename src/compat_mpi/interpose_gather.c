@@ -22,10 +22,11 @@ static int failed(hcmpi_coll_t k, MPI_Comm comm, int err, int *rc) {
     return 1;
 }
 
-/* The decision, from the agreed block bytes; 1 with *c set and d
- * allocated, else the fallback is counted. */
+/* The decision, from the agreed block bytes; 1 with *c set and *d
+ * ready (local for a blocking call), else the fallback is counted. */
 static int take(hcmpi_coll_t k, size_t block, int root, MPI_Comm comm,
-                MPI_Request *request, hcmpi_comm_t **c, hcmpi_done_t **d) {
+                MPI_Request *request, hcmpi_comm_t **c, hcmpi_done_t *local,
+                hcmpi_done_t **d) {
     hcmpi_why_t why;
     if (request && !hcmpi_ireq_available())
         return hcmpi_fallback(k, HCMPI_WHY_NO_PROGRESS);
@@ -36,7 +37,8 @@ static int take(hcmpi_coll_t k, size_t block, int root, MPI_Comm comm,
         return hcmpi_fallback(k, HCMPI_WHY_ARGS);
     if (!hcmpi_in_window(k, (size_t)(*c)->size * block))
         return hcmpi_fallback(k, HCMPI_WHY_SIZE);
-    if (!(*d = hcmpi_done_new())) return hcmpi_fallback(k, HCMPI_WHY_ARGS);
+    if (!(*d = hcmpi_done_for(request, local)))
+        return hcmpi_fallback(k, HCMPI_WHY_ARGS);
     return 1;
 }
 
@@ -59,7 +61,7 @@ int hcmpi_try_gather(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
     const hcmpi_coll_t k = request ? HCMPI_IGATHER : HCMPI_GATHER;
     hcmpi_layout_t s, r;
     hcmpi_comm_t *c;
-    hcmpi_done_t *d;
+    hcmpi_done_t local, *d;
     int in_place = sendbuf == MPI_IN_PLACE, me;
     if (!hcmpi_wants(k)) return hcmpi_fallback(k, hcmpi_why_not());
     if (PMPI_Comm_rank(comm, &me) != MPI_SUCCESS)
@@ -77,7 +79,7 @@ int hcmpi_try_gather(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
          !hcmpi_layout(sendbuf, (size_t)sendcount, sendtype, &s) ||
          s.bytes != block))
         return hcmpi_fallback(k, HCMPI_WHY_ARGS);
-    if (!take(k, block, root, comm, request, &c, &d)) return 0;
+    if (!take(k, block, root, comm, request, &c, &local, &d)) return 0;
     size_t n, size = (size_t)c->size;
     hcomm_dtype_t t = hcmpi_unit(block, &n);
     char *all = NULL;
@@ -116,8 +118,9 @@ int hcmpi_try_gather(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
     }
     hcomm_request_t hreq = HCOMM_REQUEST_NULL;
     ENTER();
-    hcomm_status_t st = hcomm_igather(src, all, n, t, root, c->comm, &hreq);
-    if (st == HCOMM_SUCCESS && !request) st = hcomm_wait(&hreq);
+    hcomm_status_t st =
+        request ? hcomm_igather(src, all, n, t, root, c->comm, &hreq)
+                : hcomm_gather(src, all, n, t, root, c->comm);
     LEAVE();
     return hcmpi_complete(k, comm, st, hreq, d, request, rc);
 }
@@ -128,7 +131,7 @@ int hcmpi_try_scatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
     const hcmpi_coll_t k = request ? HCMPI_ISCATTER : HCMPI_SCATTER;
     hcmpi_layout_t s, r;
     hcmpi_comm_t *c;
-    hcmpi_done_t *d;
+    hcmpi_done_t local, *d;
     int in_place = recvbuf == MPI_IN_PLACE, me;
     if (!hcmpi_wants(k)) return hcmpi_fallback(k, hcmpi_why_not());
     if (PMPI_Comm_rank(comm, &me) != MPI_SUCCESS)
@@ -145,7 +148,7 @@ int hcmpi_try_scatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
          !hcmpi_layout(recvbuf, (size_t)recvcount, recvtype, &r) ||
          r.bytes != block))
         return hcmpi_fallback(k, HCMPI_WHY_ARGS);
-    if (!take(k, block, root, comm, request, &c, &d)) return 0;
+    if (!take(k, block, root, comm, request, &c, &local, &d)) return 0;
     size_t n, size = (size_t)c->size;
     hcomm_dtype_t t = hcmpi_unit(block, &n);
     const char *all = NULL;
@@ -186,8 +189,9 @@ int hcmpi_try_scatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
      * packed send buffer is scratch, so dst points into it */
     hcomm_request_t hreq = HCOMM_REQUEST_NULL;
     ENTER();
-    hcomm_status_t st = hcomm_iscatter(all, dst, n, t, root, c->comm, &hreq);
-    if (st == HCOMM_SUCCESS && !request) st = hcomm_wait(&hreq);
+    hcomm_status_t st =
+        request ? hcomm_iscatter(all, dst, n, t, root, c->comm, &hreq)
+                : hcomm_scatter(all, dst, n, t, root, c->comm);
     LEAVE();
     return hcmpi_complete(k, comm, st, hreq, d, request, rc);
 }

@@ -187,6 +187,12 @@ hcmpi_done_t *hcmpi_done_new(void) {
     return d;
 }
 
+hcmpi_done_t *hcmpi_done_for(MPI_Request *request, hcmpi_done_t *local) {
+    if (request) return hcmpi_done_new();
+    memset(local, 0, offsetof(hcmpi_done_t, unpack));
+    return local;
+}
+
 int hcmpi_done_run(void *arg, hcomm_status_t st) {
     hcmpi_done_t *d = arg;
     int err = MPI_SUCCESS;

@@ -61,14 +61,6 @@ static int no_progress(hcmpi_coll_t k, MPI_Request *request) {
                : 0;
 }
 
-/* What finishes a call: on the stack for a blocking one (no allocation
- * on the small-message path), on the heap for a non-blocking one. */
-static hcmpi_done_t *done_for(MPI_Request *request, hcmpi_done_t *local) {
-    if (request) return hcmpi_done_new();
-    memset(local, 0, sizeof(*local));
-    return local;
-}
-
 static int try_bcast(void *buf, int count, MPI_Datatype dtype, int root,
                      MPI_Comm comm, MPI_Request *request, int *rc) {
     const hcmpi_coll_t k = request ? HCMPI_IBCAST : HCMPI_BCAST;
@@ -84,7 +76,7 @@ static int try_bcast(void *buf, int count, MPI_Datatype dtype, int root,
     if (root < 0 || root >= c->size) return hcmpi_fallback(k, HCMPI_WHY_ARGS);
     size_t n;
     hcomm_dtype_t t = hcmpi_unit(l.bytes, &n);
-    hcmpi_done_t local, *d = done_for(request, &local);
+    hcmpi_done_t local, *d = hcmpi_done_for(request, &local);
     char *data = l.contiguous ? l.data : hcmpi_scratch(l.bytes);
     int err = data && d ? MPI_SUCCESS : MPI_ERR_NO_MEM;
     if (!err && !l.contiguous && c->rank == root) err = hcmpi_pack(&l, data);
@@ -198,7 +190,7 @@ static int try_allgather(const void *sendbuf, int sendcount,
                      recvtype, comm, request, 0, &c, &block, &r, &s))
         return 0;
     /* The whole receive buffer, and where this rank's block goes. */
-    hcmpi_done_t local, *d = done_for(request, &local);
+    hcmpi_done_t local, *d = hcmpi_done_for(request, &local);
     char *all = r.contiguous ? r.data : hcmpi_scratch(r.bytes);
     if (!all || !d) {
         if (all && all != r.data) hcmpi_scratch_put(all);
@@ -253,7 +245,7 @@ static int try_alltoall(const void *sendbuf, int sendcount,
     if (!take_blocks(k, sendbuf, sendcount, sendtype, recvbuf, recvcount,
                      recvtype, comm, request, 1, &c, &block, &r, &s))
         return 0;
-    hcmpi_done_t local, *d = done_for(request, &local);
+    hcmpi_done_t local, *d = hcmpi_done_for(request, &local);
     char *dst = r.contiguous ? r.data : hcmpi_scratch(r.bytes);
     const char *src = dst; /* in place: HCOMM's in-place form */
     char *packed = NULL;

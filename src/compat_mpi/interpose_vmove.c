@@ -20,6 +20,11 @@
 #define ENTER() hcmpi_depth++
 #define LEAVE() hcmpi_depth--
 
+/* Communicators up to this size keep a call's per-rank arrays in the
+ * call's record (vdone_t), which a blocking call keeps on its stack: its
+ * small-message path allocates nothing. */
+#define SMALL_RANKS 32
+
 /* One side of a call (n blocks) as HCOMM sees it: bytes and byte offsets
  * into data, either the user's buffer (direct) or packed scratch. */
 typedef struct {
@@ -28,23 +33,25 @@ typedef struct {
     MPI_Datatype dtype;
     MPI_Aint extent;
     int n, packed;
-    size_t *bytes, *off; /* n each (one allocation) */
+    size_t *bytes, *off; /* n each */
+    int allocated;       /* they are one allocation, else the record's */
     size_t total;        /* packed: the scratch's size */
     char *data;
 } vside_t;
 
 static void vside_free(vside_t *v) {
     if (v->packed && v->data) hcmpi_scratch_put(v->data);
-    free(v->bytes);
+    if (v->allocated) free(v->bytes);
     v->bytes = v->off = NULL;
     v->data = NULL;
 }
 
-/* Describes the side; 0 when MPI would refuse its arguments (negative
- * counts, a datatype MPI cannot describe) or memory is short. With
- * scratch 0 the packed scratch is not allocated yet. */
+/* Describes the side, its arrays in small (2 * SMALL_RANKS) where n
+ * allows; 0 when MPI would refuse its arguments (negative counts, a
+ * datatype MPI cannot describe) or memory is short. */
 static int vside_init(vside_t *v, const void *buf, const int *counts,
-                      const int *displs, MPI_Datatype dtype, int n) {
+                      const int *displs, MPI_Datatype dtype, int n,
+                      size_t *small) {
     size_t size = hcmpi_map_size(dtype);
     MPI_Aint lb;
     memset(v, 0, sizeof(*v));
@@ -54,7 +61,9 @@ static int vside_init(vside_t *v, const void *buf, const int *counts,
     v->dtype = dtype;
     v->n = n;
     if (!counts || !displs) return 0;
-    if (!(v->bytes = malloc(2 * (size_t)n * sizeof(size_t)))) return 0;
+    v->allocated = n > SMALL_RANKS;
+    v->bytes = v->allocated ? malloc(2 * (size_t)n * sizeof(size_t)) : small;
+    if (!v->bytes) return 0;
     v->off = v->bytes + n;
     v->packed = size == 0;
     if (size)
@@ -109,13 +118,28 @@ static int failed(hcmpi_coll_t k, MPI_Comm comm, int err, int *rc) {
     return 1;
 }
 
-/* What a non-blocking call finishes once HCOMM has: unpacks, moves a
- * result into place, frees. */
+/* What a call finishes once HCOMM has: unpacks, moves a result into
+ * place, frees. */
 typedef struct {
     vside_t recv, send;
     char *move_from, *move_to; /* MPI_Ireduce_scatter in place */
     size_t move_bytes;
+    int on_heap; /* a non-blocking call's */
+    /* last, not zeroed: the sides' arrays (reduce_scatter's counts) */
+    size_t small[2][2 * SMALL_RANKS];
 } vdone_t;
+
+/* local (zeroed up to its arrays) for a blocking call, request NULL; else
+ * on the heap */
+static vdone_t *vdone_for(MPI_Request *request, vdone_t *local) {
+    if (request) {
+        vdone_t *d = calloc(1, sizeof(*d));
+        if (d) d->on_heap = 1;
+        return d;
+    }
+    memset(local, 0, offsetof(vdone_t, small));
+    return local;
+}
 
 static int vdone_run(void *arg, hcomm_status_t st) {
     vdone_t *d = arg;
@@ -126,7 +150,7 @@ static int vdone_run(void *arg, hcomm_status_t st) {
         memmove(d->move_to, d->move_from, d->move_bytes);
     vside_free(&d->recv);
     vside_free(&d->send);
-    free(d);
+    if (d->on_heap) free(d);
     return err;
 }
 
@@ -143,12 +167,6 @@ static int complete(hcmpi_coll_t k, MPI_Comm comm, hcomm_status_t st,
     int err = vdone_run(d, st);
     if (st == HCOMM_SUCCESS && err) return failed(k, comm, err, rc);
     return hcmpi_finish(k, comm, st, rc);
-}
-
-static hcomm_status_t start(hcomm_status_t st, hcomm_request_t *hreq,
-                            MPI_Request *request) {
-    if (st == HCOMM_SUCCESS && !request) st = hcomm_wait(hreq);
-    return st;
 }
 
 /* The gate every call passes: enabled, and for a non-blocking call a way
@@ -170,10 +188,11 @@ int hcmpi_try_allgatherv(const void *sendbuf, int sendcount,
     hcmpi_comm_t *c;
     if (!wanted(k, request)) return 0;
     if (!(c = hcmpi_comm_get(comm, &why))) return hcmpi_fallback(k, why);
-    vdone_t *d = calloc(1, sizeof(*d));
+    vdone_t local, *d = vdone_for(request, &local);
     if (!d) return hcmpi_fallback(k, HCMPI_WHY_ARGS);
     vside_t *r = &d->recv;
-    if (!vside_init(r, recvbuf, recvcounts, displs, recvtype, c->size)) {
+    if (!vside_init(r, recvbuf, recvcounts, displs, recvtype, c->size,
+                    d->small[0])) {
         vdone_run(d, HCOMM_ERR_INVALID_ARG);
         return hcmpi_fallback(k, HCMPI_WHY_ARGS);
     }
@@ -233,9 +252,11 @@ int hcmpi_try_allgatherv(const void *sendbuf, int sendcount,
     }
     hcomm_request_t hreq = HCOMM_REQUEST_NULL;
     ENTER();
-    hcomm_status_t st = start(hcomm_iallgatherv(src, r->data, r->bytes, r->off,
-                                                HCOMM_UINT8, c->comm, &hreq),
-                              &hreq, request);
+    hcomm_status_t st = request
+                            ? hcomm_iallgatherv(src, r->data, r->bytes, r->off,
+                                                HCOMM_UINT8, c->comm, &hreq)
+                            : hcomm_allgatherv(src, r->data, r->bytes, r->off,
+                                               HCOMM_UINT8, c->comm);
     LEAVE();
     return complete(k, comm, st, hreq, d, request, rc);
 }
@@ -250,17 +271,18 @@ int hcmpi_try_alltoallv(const void *sendbuf, const int *sendcounts,
     hcmpi_comm_t *c;
     if (!wanted(k, request)) return 0;
     if (!(c = hcmpi_comm_get(comm, &why))) return hcmpi_fallback(k, why);
-    vdone_t *d = calloc(1, sizeof(*d));
+    vdone_t local, *d = vdone_for(request, &local);
     if (!d) return failed(k, comm, MPI_ERR_NO_MEM, rc);
     int in_place = sendbuf == MPI_IN_PLACE, err = MPI_SUCCESS;
     vside_t *r = &d->recv, *s = &d->send;
     /* Nothing here is agreed between ranks: a rank whose arguments MPI
      * would refuse is an erroneous program, reported by MPI; its peers
      * time out. */
-    if (!vside_init(r, recvbuf, recvcounts, rdispls, recvtype, c->size) ||
-        (!in_place &&
-         (!vside_init(s, sendbuf, sendcounts, sdispls, sendtype, c->size) ||
-          s->bytes[c->rank] != r->bytes[c->rank]))) {
+    if (!vside_init(r, recvbuf, recvcounts, rdispls, recvtype, c->size,
+                    d->small[0]) ||
+        (!in_place && (!vside_init(s, sendbuf, sendcounts, sdispls, sendtype,
+                                   c->size, d->small[1]) ||
+                       s->bytes[c->rank] != r->bytes[c->rank]))) {
         vdone_run(d, HCOMM_ERR_INVALID_ARG);
         return hcmpi_fallback(k, HCMPI_WHY_ARGS);
     }
@@ -277,9 +299,11 @@ int hcmpi_try_alltoallv(const void *sendbuf, const int *sendcounts,
     hcomm_request_t hreq = HCOMM_REQUEST_NULL;
     ENTER();
     hcomm_status_t st =
-        start(hcomm_ialltoallv(from->data, from->bytes, from->off, r->data,
-                               r->bytes, r->off, HCOMM_UINT8, c->comm, &hreq),
-              &hreq, request);
+        request
+            ? hcomm_ialltoallv(from->data, from->bytes, from->off, r->data,
+                               r->bytes, r->off, HCOMM_UINT8, c->comm, &hreq)
+            : hcomm_alltoallv(from->data, from->bytes, from->off, r->data,
+                              r->bytes, r->off, HCOMM_UINT8, c->comm);
     LEAVE();
     return complete(k, comm, st, hreq, d, request, rc);
 }
@@ -308,11 +332,13 @@ int hcmpi_try_reduce_scatter(const void *sendbuf, void *recvbuf,
     if (!total) return hcmpi_fallback(k, HCMPI_WHY_EMPTY);
     if (!hcmpi_in_window(k, total * es))
         return hcmpi_fallback(k, HCMPI_WHY_SIZE);
-    vdone_t *d = calloc(1, sizeof(*d));
-    size_t *counts = malloc((size_t)c->size * sizeof(size_t));
-    if (!d || !counts) {
-        free(d);
-        free(counts);
+    vdone_t local, *d = vdone_for(request, &local);
+    size_t *counts = !d ? NULL
+                     : c->size <= SMALL_RANKS
+                         ? d->small[0]
+                         : malloc((size_t)c->size * sizeof(size_t));
+    if (!counts) {
+        if (d && d->on_heap) free(d);
         return failed(k, comm, MPI_ERR_NO_MEM, rc);
     }
     for (int i = 0; i < c->size; i++)
@@ -330,11 +356,12 @@ int hcmpi_try_reduce_scatter(const void *sendbuf, void *recvbuf,
     }
     hcomm_request_t hreq = HCOMM_REQUEST_NULL;
     ENTER();
-    hcomm_status_t st = start(
-        hcomm_ireduce_scatterv(sendbuf, mine, counts, t, o, c->comm, &hreq),
-        &hreq, request);
+    hcomm_status_t st =
+        request ? hcomm_ireduce_scatterv(sendbuf, mine, counts, t, o, c->comm,
+                                         &hreq)
+                : hcomm_reduce_scatterv(sendbuf, mine, counts, t, o, c->comm);
     LEAVE();
-    free(counts); /* read by the call, which built its plan */
+    if (counts != d->small[0]) free(counts); /* read by now (hcomm.h) */
     return complete(k, comm, st, hreq, d, request, rc);
 }
 
