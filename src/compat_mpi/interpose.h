@@ -377,7 +377,8 @@ void hcmpi_ireq_finalize(void);
 int hcmpi_ireq_wrap(hcomm_request_t hreq, MPI_Comm comm, MPI_Request *out);
 /* What a taken data-movement call does once HCOMM has finished it, on
  * success: unpack (when from is set) from scratch, move move_bytes from
- * move_from to move_to; then, always, free the scratch and d itself. */
+ * move_from to move_to; then, always, free the scratch, and d itself
+ * where it is on the heap (hcmpi_done_new). */
 typedef struct {
     char *from;
     char *scratch[2];

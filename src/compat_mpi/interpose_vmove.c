@@ -122,23 +122,22 @@ static int failed(hcmpi_coll_t k, MPI_Comm comm, int err, int *rc) {
  * place, frees. */
 typedef struct {
     vside_t recv, send;
-    char *move_from, *move_to; /* MPI_Ireduce_scatter in place */
+    char *move_from, *move_to; /* MPI_(I)reduce_scatter in place */
     size_t move_bytes;
     int on_heap; /* a non-blocking call's */
     /* last, not zeroed: the sides' arrays (reduce_scatter's counts) */
     size_t small[2][2 * SMALL_RANKS];
 } vdone_t;
 
-/* local (zeroed up to its arrays) for a blocking call, request NULL; else
- * on the heap */
+/* local for a blocking call, request NULL, else on the heap; zeroed up to
+ * its arrays */
 static vdone_t *vdone_for(MPI_Request *request, vdone_t *local) {
-    if (request) {
-        vdone_t *d = calloc(1, sizeof(*d));
-        if (d) d->on_heap = 1;
-        return d;
+    vdone_t *d = request ? malloc(sizeof(*d)) : local;
+    if (d) {
+        memset(d, 0, offsetof(vdone_t, small));
+        d->on_heap = d != local;
     }
-    memset(local, 0, offsetof(vdone_t, small));
-    return local;
+    return d;
 }
 
 static int vdone_run(void *arg, hcomm_status_t st) {
@@ -154,8 +153,9 @@ static int vdone_run(void *arg, hcomm_status_t st) {
     return err;
 }
 
-/* Runs a started HCOMM call: waits for it (request NULL), or hands it to
- * MPI as a generalized request that finishes d. */
+/* Ends a call HCOMM took: finishes d now (a blocking call, request NULL,
+ * which HCOMM has run, or a call that failed to start), or hands the
+ * started call to MPI as a generalized request that finishes d. */
 static int complete(hcmpi_coll_t k, MPI_Comm comm, hcomm_status_t st,
                     hcomm_request_t hreq, vdone_t *d, MPI_Request *request,
                     int *rc) {
@@ -338,7 +338,7 @@ int hcmpi_try_reduce_scatter(const void *sendbuf, void *recvbuf,
                          ? d->small[0]
                          : malloc((size_t)c->size * sizeof(size_t));
     if (!counts) {
-        if (d && d->on_heap) free(d);
+        if (d) vdone_run(d, HCOMM_ERR_NO_MEMORY);
         return failed(k, comm, MPI_ERR_NO_MEM, rc);
     }
     for (int i = 0; i < c->size; i++)
