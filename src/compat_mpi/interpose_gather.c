@@ -22,11 +22,12 @@ static int failed(hcmpi_coll_t k, MPI_Comm comm, int err, int *rc) {
     return 1;
 }
 
-/* The decision, from the agreed block bytes; 1 with *c set and *d
- * ready (local for a blocking call), else the fallback is counted. */
+/* The decision, from the agreed block bytes: 1 with *c set and *d ready
+ * (local for a blocking call); 0, the fallback counted; -1, no memory for
+ * *d, reported in *rc (not a fallback: the peers take the call). */
 static int take(hcmpi_coll_t k, size_t block, int root, MPI_Comm comm,
                 MPI_Request *request, hcmpi_comm_t **c, hcmpi_done_t *local,
-                hcmpi_done_t **d) {
+                hcmpi_done_t **d, int *rc) {
     hcmpi_why_t why;
     if (request && !hcmpi_ireq_available())
         return hcmpi_fallback(k, HCMPI_WHY_NO_PROGRESS);
@@ -38,7 +39,7 @@ static int take(hcmpi_coll_t k, size_t block, int root, MPI_Comm comm,
     if (!hcmpi_in_window(k, (size_t)(*c)->size * block))
         return hcmpi_fallback(k, HCMPI_WHY_SIZE);
     if (!(*d = hcmpi_done_for(request, local)))
-        return hcmpi_fallback(k, HCMPI_WHY_ARGS);
+        return -failed(k, comm, MPI_ERR_NO_MEM, rc);
     return 1;
 }
 
@@ -79,7 +80,8 @@ int hcmpi_try_gather(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
          !hcmpi_layout(sendbuf, (size_t)sendcount, sendtype, &s) ||
          s.bytes != block))
         return hcmpi_fallback(k, HCMPI_WHY_ARGS);
-    if (!take(k, block, root, comm, request, &c, &local, &d)) return 0;
+    int taken = take(k, block, root, comm, request, &c, &local, &d, rc);
+    if (taken <= 0) return taken < 0;
     size_t n, size = (size_t)c->size;
     hcomm_dtype_t t = hcmpi_unit(block, &n);
     char *all = NULL;
@@ -148,7 +150,8 @@ int hcmpi_try_scatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
          !hcmpi_layout(recvbuf, (size_t)recvcount, recvtype, &r) ||
          r.bytes != block))
         return hcmpi_fallback(k, HCMPI_WHY_ARGS);
-    if (!take(k, block, root, comm, request, &c, &local, &d)) return 0;
+    int taken = take(k, block, root, comm, request, &c, &local, &d, rc);
+    if (taken <= 0) return taken < 0;
     size_t n, size = (size_t)c->size;
     hcomm_dtype_t t = hcmpi_unit(block, &n);
     const char *all = NULL;

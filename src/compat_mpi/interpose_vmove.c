@@ -47,8 +47,11 @@ static void vside_free(vside_t *v) {
 }
 
 /* Describes the side, its arrays in small (2 * SMALL_RANKS) where n
- * allows; 0 when MPI would refuse its arguments (negative counts, a
- * datatype MPI cannot describe) or memory is short. */
+ * allows: 1; 0 when MPI would refuse its arguments (negative counts, a
+ * datatype MPI cannot describe), for MPI to report; -1 when memory is
+ * short, which this rank reports itself: its peers, whose arguments were
+ * good, take the call, and a rank that went to MPI would wait there for
+ * them forever. */
 static int vside_init(vside_t *v, const void *buf, const int *counts,
                       const int *displs, MPI_Datatype dtype, int n,
                       size_t *small) {
@@ -63,7 +66,7 @@ static int vside_init(vside_t *v, const void *buf, const int *counts,
     if (!counts || !displs) return 0;
     v->allocated = n > SMALL_RANKS;
     v->bytes = v->allocated ? malloc(2 * (size_t)n * sizeof(size_t)) : small;
-    if (!v->bytes) return 0;
+    if (!v->bytes) return -1;
     v->off = v->bytes + n;
     v->packed = size == 0;
     if (size)
@@ -87,7 +90,7 @@ static int vside_init(vside_t *v, const void *buf, const int *counts,
     v->data = (char *)(uintptr_t)buf;
     if (v->packed) {
         v->data = hcmpi_scratch(v->total ? v->total : 1);
-        if (!v->data) return 0;
+        if (!v->data) return -1;
     }
     return 1;
 }
@@ -189,12 +192,14 @@ int hcmpi_try_allgatherv(const void *sendbuf, int sendcount,
     if (!wanted(k, request)) return 0;
     if (!(c = hcmpi_comm_get(comm, &why))) return hcmpi_fallback(k, why);
     vdone_t local, *d = vdone_for(request, &local);
-    if (!d) return hcmpi_fallback(k, HCMPI_WHY_ARGS);
+    if (!d) return failed(k, comm, MPI_ERR_NO_MEM, rc);
     vside_t *r = &d->recv;
-    if (!vside_init(r, recvbuf, recvcounts, displs, recvtype, c->size,
-                    d->small[0])) {
+    int described = vside_init(r, recvbuf, recvcounts, displs, recvtype,
+                               c->size, d->small[0]);
+    if (described <= 0) {
         vdone_run(d, HCOMM_ERR_INVALID_ARG);
-        return hcmpi_fallback(k, HCMPI_WHY_ARGS);
+        return described ? failed(k, comm, MPI_ERR_NO_MEM, rc)
+                         : hcmpi_fallback(k, HCMPI_WHY_ARGS);
     }
     /* Every rank knows every block's bytes: the decision is theirs. */
     size_t total = 0, most = 0;
@@ -278,13 +283,18 @@ int hcmpi_try_alltoallv(const void *sendbuf, const int *sendcounts,
     /* Nothing here is agreed between ranks: a rank whose arguments MPI
      * would refuse is an erroneous program, reported by MPI; its peers
      * time out. */
-    if (!vside_init(r, recvbuf, recvcounts, rdispls, recvtype, c->size,
-                    d->small[0]) ||
-        (!in_place && (!vside_init(s, sendbuf, sendcounts, sdispls, sendtype,
-                                   c->size, d->small[1]) ||
-                       s->bytes[c->rank] != r->bytes[c->rank]))) {
+    int described = vside_init(r, recvbuf, recvcounts, rdispls, recvtype,
+                               c->size, d->small[0]);
+    if (described > 0 && !in_place) {
+        described = vside_init(s, sendbuf, sendcounts, sdispls, sendtype,
+                               c->size, d->small[1]);
+        if (described > 0 && s->bytes[c->rank] != r->bytes[c->rank])
+            described = 0;
+    }
+    if (described <= 0) {
         vdone_run(d, HCOMM_ERR_INVALID_ARG);
-        return hcmpi_fallback(k, HCMPI_WHY_ARGS);
+        return described ? failed(k, comm, MPI_ERR_NO_MEM, rc)
+                         : hcmpi_fallback(k, HCMPI_WHY_ARGS);
     }
     for (int i = 0; i < c->size; i++)
         if (r->bytes[i] > HCMPI_MAX_BLOCK && (r->packed || s->packed))
