@@ -67,9 +67,11 @@ typedef struct {
     double cached_speedup;
     /* Inside a node a message's copies go at that speed only between
      * ranks that share the cache (local ranks in one group of
-     * cache_ranks; 0: all); others read lines from another core's cache,
-     * at the uncached rate. */
+     * cache_ranks; 0: all); others read lines from another core's cache:
+     * copies at the uncached rate, a rendezvous (the receiver reading the
+     * sender's buffer in place) at cross_speedup times it (0: 1). */
     int cache_ranks;
+    double cross_speedup;
     size_t eager_bytes;
     size_t chunk_bytes; /* the plans' HCOMM_CHUNK_SIZE */
     /* UCX's copy protocols (0: off, the above alone): a message up to

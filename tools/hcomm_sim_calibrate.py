@@ -166,10 +166,11 @@ def simulate(model, coll, algo, size, nodes=None, ppn=None, topo=None):
     return row["time_us"]
 
 
-def fit(model, path, target, nodes, ppn, size, lo, hi, log):
+def fit(model, path, target, nodes, ppn, size, lo, hi, log,
+        algo="recursive_doubling"):
     """Bisection on one figure (model[path[0]][path[1]]...) until the
-    simulated 2-rank recursive doubling takes target us: the time grows
-    with a latency and falls with a bandwidth or a speedup."""
+    simulated allreduce (recursive doubling) takes target us: the time
+    grows with a latency and falls with a bandwidth or a speedup."""
     where = model
     for p in path[:-1]:
         where = where[p]
@@ -177,8 +178,7 @@ def fit(model, path, target, nodes, ppn, size, lo, hi, log):
     for _ in range(24):  # to 2^-24 of the range: well below the noise
         mid = (lo * hi) ** 0.5 if log else (lo + hi) / 2
         where[path[-1]] = mid
-        t = simulate(model, "allreduce", "recursive_doubling", size, nodes,
-                     ppn)
+        t = simulate(model, "allreduce", algo, size, nodes, ppn)
         if (t < target) == grows:
             lo = mid
         else:
@@ -216,6 +216,25 @@ def calibrate(model, level, measured, nodes, ppn, cache=False):
         if cache:
             model["cpu"]["cached_speedup"] = fitted(
                 "cached_speedup", (262144,), 0.2, 50.0, True, ("cpu",))
+
+
+def cross_pairs(model, sizes):
+    """The speed of a rendezvous between ranks that share no cache, against
+    the uncached rate (cross_speedup), where the call fits the cache: from
+    4 ranks' recursive doubling, whose second step crosses pairs, at the
+    sizes past copy_bytes that fit (256 KiB; it is the comparison's own
+    run, so that row fits by construction). The 2-rank fit cannot see it:
+    its ranks are one pair."""
+    cap = model["cpu"]["cache_bytes"]
+    fits = [z for z in sizes
+            if model.get("copy_bytes", 0) < z and 2 * z <= cap]
+    if MEASURE_ONLY or model["cores"] < 4 or not fits:
+        return
+    four = perf(4, "allreduce", "recursive_doubling", sizes[0], sizes[-1],
+                sizes[1] // sizes[0])
+    model["cpu"]["cross_speedup"] = statistics.median(
+        fit(model, ("cpu", "cross_speedup"), four[z], 1, 4, z, 0.02, 1.0,
+            True, "recursive_doubling") for z in fits)
 
 
 def copies(model, lv, fitted, measured):
@@ -355,6 +374,7 @@ def main():
     # --- one host: UCX shared memory ---------------------------------------
     here = json.loads(json.dumps(base))
     calibrate(here, "node", two_ranks(sizes), 1, 2, cache=True)
+    cross_pairs(here, sizes)
     save_figures("hcomm_sim_here.json", here)
     for n in (2, 3, 4, 8):
         compare(rows, here, "1 host x %d" % n, n, "allreduce",

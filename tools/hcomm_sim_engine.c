@@ -90,6 +90,7 @@ typedef struct {
     double *chan, *nic_out, *nic_in, *sw_out, *sw_in;
     int nchan, rails;
     double speed; /* the cache's speedup for this call, or 1 */
+    double cross; /* its speed between ranks not sharing a cache, or 1 */
     hcomm_reduce_fn_t reduce;
     hcomm_scale_fn_t scale;
     hcomm_sim_result_t *res;
@@ -193,13 +194,14 @@ static double latency(const sim_t *s, int level) {
 }
 
 /* The cache's speedup for a message's copies: only between ranks of a
- * node that share the cache; another pair's receiver reads the lines from
- * the sender's core, at the uncached rate. */
+ * node that share the cache. Another pair's copies go at the uncached
+ * rate, and its rendezvous, whose receiver reads the lines from the
+ * sender's core, at cross_speedup times that. */
 static double msg_speed(const sim_t *s, const msg_t *g) {
     int k = s->m->cache_ranks;
     if (g->level == SIM_NODE && k > 0 &&
         s->sh->local[g->src] / k != s->sh->local[g->dst] / k)
-        return 1;
+        return g->copies ? 1 : s->cross;
     return s->speed;
 }
 
@@ -813,9 +815,9 @@ hcomm_status_t hcomm_sim_run(const hcomm_sim_model_t *m,
         c->esize *
         (hcomm_coll_send_count(c->algo->coll, sh->size, 0, c->root, c->count) +
          hcomm_coll_recv_count(c->algo->coll, sh->size, 0, c->root, c->count));
-    s.speed = m->cache_bytes && m->cached_speedup > 0 && set <= m->cache_bytes
-                  ? m->cached_speedup
-                  : 1;
+    int cached = m->cache_bytes && set <= m->cache_bytes;
+    s.speed = cached && m->cached_speedup > 0 ? m->cached_speedup : 1;
+    s.cross = cached && m->cross_speedup > 0 ? m->cross_speedup : 1;
     s.nchan = m->cores > 0 ? m->cores : most;
     s.nbuckets = 1024;
     while (s.nbuckets < (uint32_t)s.nreps * 64 && s.nbuckets < (1u << 22))

@@ -9,7 +9,8 @@
  *               "nic":    {"latency_us": 3.0, "bandwidth_GBps": 25},
  *               "switch": {"latency_us": 1.0, "bandwidth_GBps": 200}},
  *    "cpu": {"reduce_GBps": 10, "copy_GBps": 20, "overhead_us": 0.3,
- *            "cache_bytes": 0, "cached_speedup": 1, "cache_ranks": 0},
+ *            "cache_bytes": 0, "cached_speedup": 1, "cache_ranks": 0,
+ *            "cross_speedup": 1},
  *    "eager_bytes": 8192, "copy_bytes": 0, "chunk_bytes": 1048576}
  *
  * Every key but "nodes" is optional; unknown keys are errors, as in the
@@ -137,15 +138,16 @@ hcomm_status_t hcomm_sim_load(const char *path, hcomm_sim_model_t *m,
         if (level(levels, m, l, err, len)) goto out;
     if (cpu) {
         double r = m->reduce_bw / 1e9, c = m->copy_bw / 1e9,
-               o = m->overhead * 1e6, sp = m->cached_speedup;
+               o = m->overhead * 1e6, sp = m->cached_speedup,
+               xs = m->cross_speedup;
         json_int_t cb = (json_int_t)m->cache_bytes;
         int cr = m->cache_ranks;
         if (json_unpack_ex(cpu, &je, JSON_STRICT,
-                           "{s?F, s?F, s?F, s?I, s?F, s?i}", "reduce_GBps", &r,
-                           "copy_GBps", &c, "overhead_us", &o, "cache_bytes",
-                           &cb, "cached_speedup", &sp, "cache_ranks",
-                           &cr) != 0 ||
-            r <= 0 || c <= 0 || o < 0 || cb < 0 || sp < 0 || cr < 0) {
+                           "{s?F, s?F, s?F, s?I, s?F, s?i, s?F}", "reduce_GBps",
+                           &r, "copy_GBps", &c, "overhead_us", &o,
+                           "cache_bytes", &cb, "cached_speedup", &sp,
+                           "cache_ranks", &cr, "cross_speedup", &xs) != 0 ||
+            r <= 0 || c <= 0 || o < 0 || cb < 0 || sp < 0 || cr < 0 || xs < 0) {
             snprintf(err, len, "%s: cpu: %s", path,
                      je.text[0] ? je.text : "bandwidths > 0, overhead >= 0");
             goto out;
@@ -156,6 +158,7 @@ hcomm_status_t hcomm_sim_load(const char *path, hcomm_sim_model_t *m,
         m->cache_bytes = (size_t)cb;
         m->cached_speedup = sp;
         m->cache_ranks = cr;
+        m->cross_speedup = xs;
     }
     if (rails < 0 || cores < 0 || nps < 0 || eager < 0 || copy < 0 ||
         chunk <= 0) {
