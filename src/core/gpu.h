@@ -78,6 +78,9 @@ int hcomm_gpu_event_query(void *event);
  * error < 0 (set). */
 int hcomm_gpu_stream_query(void *stream);
 void hcomm_gpu_event_put(hcomm_gpu_ctx_t *ctx, void *event);
+/* The stream's process-wide id (never reused, unlike its handle), or 0
+ * where the driver cannot tell. */
+unsigned long long hcomm_gpu_stream_uid(void *stream);
 /* Makes stream wait for event (on the device; the host does not block). */
 hcomm_status_t hcomm_gpu_stream_wait_event(void *stream, void *event);
 

@@ -158,6 +158,15 @@ void hcomm_gpu_event_put(hcomm_gpu_ctx_t *ctx, void *event) {
     if (!kept) cudaEventDestroy((cudaEvent_t)event);
 }
 
+unsigned long long hcomm_gpu_stream_uid(void *stream) {
+    unsigned long long id = 0;
+    if (cudaStreamGetId((cudaStream_t)stream, &id) != cudaSuccess) {
+        cudaGetLastError(); /* not sticky: nothing to keep */
+        return 0;
+    }
+    return id;
+}
+
 hcomm_status_t hcomm_gpu_stream_wait_event(void *stream, void *event) {
     cudaError_t e =
         cudaStreamWaitEvent((cudaStream_t)stream, (cudaEvent_t)event, 0);

@@ -216,18 +216,24 @@ hcomm_status_t hcomm_ipc_failure(hcomm_comm_impl_t *c, const char *what) {
 }
 
 /* Enqueues the kernel on its stream, after the communicator's previous
- * kernel wherever that one went. */
+ * kernel wherever that one went. A stream-ordered call on the stream of
+ * the one before it needs no wait: the stream orders them. Streams are
+ * told apart by id, not handle: a destroyed stream's handle may come back
+ * as a new stream's while the old one's kernel still runs. */
 static hcomm_status_t launch(hcomm_ipc_op_t *op) {
     hcomm_ipc_t *ipc = op->comm->ipc;
     void *own = hcomm_gpu_ctx_stream(ipc->ctx, HCOMM_GPU_STREAM_IPC);
     void *stream = op->user_stream ? op->user_stream : own;
+    unsigned long long stream_id =
+        op->user_stream ? hcomm_gpu_stream_uid(stream) : 0;
     void *before = ipc->last;
     hcomm_status_t st = HCOMM_SUCCESS;
     if (!before && stream != own &&
         !(before = hcomm_gpu_event_record(ipc->ctx, own)))
         return HCOMM_ERR_INTERNAL;
     if (before) {
-        st = hcomm_gpu_stream_wait_event(stream, before);
+        int same = ipc->last && stream_id && stream_id == ipc->last_stream;
+        if (!same) st = hcomm_gpu_stream_wait_event(stream, before);
         hcomm_gpu_event_put(ipc->ctx, before);
         ipc->last = NULL;
         if (st != HCOMM_SUCCESS) return st;
@@ -239,10 +245,12 @@ static hcomm_status_t launch(hcomm_ipc_op_t *op) {
     if (op->k.done) return HCOMM_SUCCESS;
     void *after = hcomm_gpu_event_record(ipc->ctx, stream);
     if (!after) return HCOMM_ERR_INTERNAL;
-    if (op->user_stream)
+    if (op->user_stream) {
         ipc->last = after;
-    else
+        ipc->last_stream = stream_id;
+    } else {
         op->done = after;
+    }
     return HCOMM_SUCCESS;
 }
 

@@ -25,6 +25,9 @@ struct hcomm_ipc {
      * stream (which the caller may destroy: no handle to it is kept);
      * NULL when the last kernel ran on the communicator's own stream. */
     void *last;
+    /* The id of the stream last was recorded on (hcomm_gpu_stream_uid; 0
+     * unknown): a call on that same stream is ordered after it already. */
+    unsigned long long last_stream;
     uint64_t ticket;   /* calls initialised so far */
     uint64_t launched; /* and launched: in that order, always */
 };

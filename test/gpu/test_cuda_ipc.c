@@ -63,6 +63,7 @@ static void test_absent_peer(hcomm_comm_t comm) {
     /* the communicator's first call maps the workspaces */
     CHECK_OK(hcomm_allreduce(d, d, n, HCOMM_FLOAT32, HCOMM_SUM, comm));
     if (rank == 1) {
+        atomic_store(&hold_released, 0); /* an earlier test released it */
         cudaLaunchHostFunc(s, hold_stream, &hold_limit);
         /* agreed with the others on the host, enqueued behind the hold */
         CHECK_OK(
@@ -128,6 +129,52 @@ static void test_rounds(hcomm_comm_t comm, const char *algo) {
     CHECK(bad == 0, "%s rounds on two streams: %zu of %zu wrong", algo, bad, n);
     for (int i = 0; i < 2; i++)
         cudaStreamDestroy(s[i]);
+    cudaFree(d);
+    free(h);
+}
+
+/* Calls on one stream, that stream destroyed with them still held in
+ * it, then a call on a new stream (whose handle may be the old one's): it
+ * must still run after them. The ops differ so that another order gives
+ * other values: rank r's r + 1 summed twice is nranks * T (T the sum of
+ * 1..nranks), which the max then keeps; the max first would give
+ * nranks^3. */
+static void test_stream_reborn(hcomm_comm_t comm) {
+    size_t n = 4099;
+    float *h = malloc(n * sizeof(float)), *d = NULL;
+    cudaMalloc((void **)&d, n * sizeof(float));
+    for (size_t i = 0; i < n; i++)
+        h[i] = (float)(rank + 1);
+    cudaMemcpy(d, h, n * sizeof(float), cudaMemcpyHostToDevice);
+    cudaDeviceSynchronize();
+    double limit = 5;
+    atomic_store(&hold_released, 0);
+    cudaStream_t s, again;
+    cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
+    cudaLaunchHostFunc(s, hold_stream, &limit);
+    for (int i = 0; i < 2; i++)
+        CHECK_OK(
+            hcomm_allreduce_stream(d, d, n, HCOMM_FLOAT32, HCOMM_SUM, comm, s));
+    cudaStreamDestroy(s);
+    cudaStreamCreateWithFlags(&again, cudaStreamNonBlocking);
+    CHECK_OK(
+        hcomm_allreduce_stream(d, d, n, HCOMM_FLOAT32, HCOMM_MAX, comm, again));
+    /* time for a call not ordered after the held ones to run first */
+    for (double t0 = MPI_Wtime(); MPI_Wtime() - t0 < 0.05;)
+        ;
+    atomic_store(&hold_released, 1);
+    CHECK(cudaStreamSynchronize(again) == cudaSuccess, "the stream failed");
+    cudaDeviceSynchronize();
+    cudaMemcpy(h, d, n * sizeof(float), cudaMemcpyDeviceToHost);
+    double want = (double)nranks * nranks * (nranks + 1) / 2;
+    size_t bad = 0;
+    for (size_t i = 0; i < n; i++)
+        bad += h[i] != (float)want;
+    CHECK(bad == 0,
+          "a call on a new stream after a destroyed one's: %zu of "
+          "%zu wrong (%g, want %g)",
+          bad, n, (double)h[0], want);
+    cudaStreamDestroy(again);
     cudaFree(d);
     free(h);
 }
@@ -341,6 +388,7 @@ int main(int argc, char **argv) {
     /* small buffers from here on: many rounds per call */
     CHECK_OK(hcomm_config_set("HCOMM_CUDA_IPC_BUFFER", "64K"));
     CHECK_OK(hcomm_comm_create(MPI_COMM_WORLD, &comm));
+    test_stream_reborn(comm);
     test_rounds(comm, getenv("HCOMM_CUDA_IPC_ALGO")
                           ? getenv("HCOMM_CUDA_IPC_ALGO")
                           : "auto");
