@@ -106,7 +106,11 @@ int main(int argc, char **argv) {
     PMPI_Comm_rank(MPI_COMM_WORLD, &pu_rank);
     PMPI_Comm_size(MPI_COMM_WORLD, &pu_size);
     MPI_Datatype t = pu_every_other_int();
-    if (pu_expect_hcomm() && pu_size >= 2)
+    /* AddressSanitizer's allocator (CI's sanitizer pass) aborts on memory
+     * it cannot map instead of returning NULL: no case to test there */
+    const char *sanitizer = getenv("HCOMM_TEST_SANITIZER");
+    int checked = !sanitizer || atoi(sanitizer) == 0;
+    if (checked && pu_expect_hcomm() && pu_size >= 2)
         for (int which = 0; which < NCASES; which++)
             short_of_memory(which, t);
     PMPI_Barrier(MPI_COMM_WORLD);
