@@ -48,10 +48,11 @@ static void vside_free(vside_t *v) {
 
 /* Describes the side, its arrays in small (2 * SMALL_RANKS) where n
  * allows: 1; 0 when MPI would refuse its arguments (negative counts, a
- * datatype MPI cannot describe), for MPI to report; -1 when memory is
- * short, which this rank reports itself: its peers, whose arguments were
- * good, take the call, and a rank that went to MPI would wait there for
- * them forever. */
+ * datatype MPI cannot describe), for MPI to report; -1 when memory for
+ * the arrays is short, which this rank reports itself: its peers, whose
+ * arguments were good, take the call, and a rank that went to MPI would
+ * wait there for them forever. A packed side's data come with
+ * vside_stage. */
 static int vside_init(vside_t *v, const void *buf, const int *counts,
                       const int *displs, MPI_Datatype dtype, int n,
                       size_t *small) {
@@ -87,12 +88,16 @@ static int vside_init(vside_t *v, const void *buf, const int *counts,
         v->off[i] = v->total;
         v->total += l.bytes;
     }
-    v->data = (char *)(uintptr_t)buf;
-    if (v->packed) {
-        v->data = hcmpi_scratch(v->total ? v->total : 1);
-        if (!v->data) return -1;
-    }
+    v->data = v->packed ? NULL : (char *)(uintptr_t)buf;
     return 1;
+}
+
+/* A packed side's scratch, once the call is taken: MPI_SUCCESS, or
+ * MPI_ERR_NO_MEM for this rank to report (as vside_init's -1). */
+static int vside_stage(vside_t *v) {
+    if (v->packed && !(v->data = hcmpi_scratch(v->total ? v->total : 1)))
+        return MPI_ERR_NO_MEM;
+    return MPI_SUCCESS;
 }
 
 /* Packs (or unpacks) block i of a packed side. */
@@ -223,9 +228,13 @@ int hcmpi_try_allgatherv(const void *sendbuf, int sendcount,
         vdone_run(d, HCOMM_ERR_INVALID_ARG);
         return hcmpi_fallback(k, no);
     }
+    int err = vside_stage(r);
+    if (err) {
+        vdone_run(d, HCOMM_ERR_INTERNAL);
+        return failed(k, comm, err, rc);
+    }
     char *own = r->data + r->off[c->rank];
     const char *src = own; /* HCOMM's in-place form */
-    int err = MPI_SUCCESS;
     if (r->packed && in_place) {
         err = vside_copy(r, c->rank, 0);
     } else if (!in_place && (r->packed || !s.contiguous)) {
@@ -296,6 +305,8 @@ int hcmpi_try_alltoallv(const void *sendbuf, const int *sendcounts,
         return described ? failed(k, comm, MPI_ERR_NO_MEM, rc)
                          : hcmpi_fallback(k, HCMPI_WHY_ARGS);
     }
+    err = vside_stage(r);
+    if (!err) err = vside_stage(s);
     for (int i = 0; i < c->size; i++)
         if (r->bytes[i] > HCMPI_MAX_BLOCK && (r->packed || s->packed))
             err = MPI_ERR_COUNT; /* MPI_Pack counts in int */
