@@ -1048,7 +1048,8 @@ void hcomm_shm_op_describe(const hcomm_shm_op_t *op, char *out, size_t len) {
  * reduce a block each, the root copies them); larger, the plans; at 2
  * ranks one-shot at every size. Gather, scatter and alltoall through the
  * slots (two copies of each byte, from cache)
- * up to HCOMM_SHM_SLOTS_MAX_MOVE (all blocks), then direct reads (one copy)
+ * up to HCOMM_SHM_SLOTS_MAX_MOVE (all blocks; scatter below it), then
+ * direct reads (one copy)
  * where the kernel allows them, else the plans (at 2 ranks scatter and
  * alltoall read directly from HCOMM_SHM_DIRECT_MIN_2). alltoallv always
  * starts on the segment, which declines blocks too large for it
@@ -1114,6 +1115,13 @@ hcomm_shm_algo_t hcomm_shm_select(const hcomm_shm_t *shm, hcomm_coll_t coll,
         return oneshot_fits(bytes, peers) ? HCOMM_SHM_ONESHOT
                                           : HCOMM_SHM_TWOSHOT;
     case HCOMM_COLL_SCATTER: /* bytes: one block */
+        /* 2 MiB in all overflows the cache through the slots: on the
+         * 16-core host direct reads took 76-190 us there, the slots
+         * 176-240 (0.86-0.98x MPI), at 4, 8 and 16 ranks; at 512 KiB and
+         * 1 MiB the slots were as fast or faster. */
+        if (shm->cma && bytes * (size_t)shm->size >= HCOMM_SHM_SLOTS_MAX_MOVE)
+            return HCOMM_SHM_CMA;
+        /* fall through */
     case HCOMM_COLL_ALLTOALL:
         if (shm->cma && peers == 1 && bytes >= HCOMM_SHM_DIRECT_MIN_2)
             return HCOMM_SHM_CMA;
