@@ -166,11 +166,10 @@ def simulate(model, coll, algo, size, nodes=None, ppn=None, topo=None):
     return row["time_us"]
 
 
-def fit(model, path, target, nodes, ppn, size, lo, hi, log,
-        algo="recursive_doubling"):
+def fit(model, path, target, nodes, ppn, size, lo, hi, log):
     """Bisection on one figure (model[path[0]][path[1]]...) until the
-    simulated allreduce (recursive doubling) takes target us: the time
-    grows with a latency and falls with a bandwidth or a speedup."""
+    simulated recursive doubling (nodes x ppn ranks) takes target us: the
+    time grows with a latency and falls with a bandwidth or a speedup."""
     where = model
     for p in path[:-1]:
         where = where[p]
@@ -178,7 +177,8 @@ def fit(model, path, target, nodes, ppn, size, lo, hi, log,
     for _ in range(24):  # to 2^-24 of the range: well below the noise
         mid = (lo * hi) ** 0.5 if log else (lo + hi) / 2
         where[path[-1]] = mid
-        t = simulate(model, "allreduce", algo, size, nodes, ppn)
+        t = simulate(model, "allreduce", "recursive_doubling", size, nodes,
+                     ppn)
         if (t < target) == grows:
             lo = mid
         else:
@@ -234,7 +234,7 @@ def cross_pairs(model, sizes):
                 sizes[1] // sizes[0])
     model["cpu"]["cross_speedup"] = statistics.median(
         fit(model, ("cpu", "cross_speedup"), four[z], 1, 4, z, 0.02, 1.0,
-            True, "recursive_doubling") for z in fits)
+            True) for z in fits)
 
 
 def copies(model, lv, fitted, measured):
