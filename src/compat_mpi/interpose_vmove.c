@@ -126,6 +126,13 @@ static int failed(hcmpi_coll_t k, MPI_Comm comm, int err, int *rc) {
     return 1;
 }
 
+/* A side vside_init could not describe (its result, <= 0): MPI reports
+ * arguments it refuses, this rank a shortage of memory. */
+static int undescribed(hcmpi_coll_t k, MPI_Comm comm, int described, int *rc) {
+    return described ? failed(k, comm, MPI_ERR_NO_MEM, rc)
+                     : hcmpi_fallback(k, HCMPI_WHY_ARGS);
+}
+
 /* What a call finishes once HCOMM has: unpacks, moves a result into
  * place, frees. */
 typedef struct {
@@ -203,8 +210,7 @@ int hcmpi_try_allgatherv(const void *sendbuf, int sendcount,
                                c->size, d->small[0]);
     if (described <= 0) {
         vdone_run(d, HCOMM_ERR_INVALID_ARG);
-        return described ? failed(k, comm, MPI_ERR_NO_MEM, rc)
-                         : hcmpi_fallback(k, HCMPI_WHY_ARGS);
+        return undescribed(k, comm, described, rc);
     }
     /* Every rank knows every block's bytes: the decision is theirs. */
     size_t total = 0, most = 0;
@@ -302,14 +308,13 @@ int hcmpi_try_alltoallv(const void *sendbuf, const int *sendcounts,
     }
     if (described <= 0) {
         vdone_run(d, HCOMM_ERR_INVALID_ARG);
-        return described ? failed(k, comm, MPI_ERR_NO_MEM, rc)
-                         : hcmpi_fallback(k, HCMPI_WHY_ARGS);
+        return undescribed(k, comm, described, rc);
     }
-    err = vside_stage(r);
-    if (!err) err = vside_stage(s);
     for (int i = 0; i < c->size; i++)
         if (r->bytes[i] > HCMPI_MAX_BLOCK && (r->packed || s->packed))
             err = MPI_ERR_COUNT; /* MPI_Pack counts in int */
+    if (!err) err = vside_stage(r);
+    if (!err) err = vside_stage(s);
     if (!err && in_place && r->packed) err = vside_copy_all(r, 0);
     if (!err && s->packed) err = vside_copy_all(s, 0);
     if (err) {
