@@ -676,7 +676,12 @@ static hcomm_status_t run_call(const call_t *k, hcomm_comm_t comm,
         c->broken = HCOMM_ERR_ABORTED;
     /* A queued call's failure, said once, whatever the worker's run of it
      * marked already (the communicator stays broken). */
-    int failed = atomic_exchange(&c->stream_failed, 0);
+    /* read first: an exchange, a locked instruction, would wait on every
+     * call for this core's stores still in flight (the last call's, to
+     * lines its peers hold) */
+    int failed = atomic_load_explicit(&c->stream_failed, memory_order_relaxed)
+                     ? atomic_exchange(&c->stream_failed, 0)
+                     : 0;
     if (failed) {
         if (!c->broken) c->broken = (hcomm_status_t)failed;
         return hcomm_error((hcomm_status_t)failed,
