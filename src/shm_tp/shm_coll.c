@@ -1087,15 +1087,12 @@ hcomm_shm_algo_t hcomm_shm_select(const hcomm_shm_t *shm, hcomm_coll_t coll,
     case HCOMM_COLL_BARRIER:
         return HCOMM_SHM_ONESHOT;
     case HCOMM_COLL_ALLGATHERV: /* bytes: all blocks */
-        /* 2 ranks, 128-256 KiB in all: direct reads 1.05-1.08x MPI, the
-         * slots 0.70-0.74x; from 512 KiB the slots 1.2-1.4x, direct reads
-         * 1.0x (here, whatever the buffers' sizes and places); past the
-         * slots' 2 MiB direct reads again, 0.98-1.07x where the plans took
-         * 0.92-0.96x (4-64 MiB) */
-        if (shm->cma && peers == 1 &&
-            ((bytes >= 2 * HCOMM_SHM_DIRECT_MIN_2 &&
-              bytes <= 4 * HCOMM_SHM_DIRECT_MIN_2) ||
-             bytes > HCOMM_SHM_SLOTS_MAX_MOVE))
+        /* 2 ranks from 128 KiB in all: direct reads. Here at 512 KiB-2 MiB
+         * in all they took 1.01-1.09x MPI where the slots took 0.54-0.80x
+         * with unchanged buffers, and 1.11-1.25x against 0.96-1.19x with
+         * new data every call (--rewrite); past the slots' 2 MiB they
+         * were 0.98-1.07x where the plans took 0.92-0.96x (4-64 MiB). */
+        if (shm->cma && peers == 1 && bytes >= 2 * HCOMM_SHM_DIRECT_MIN_2)
             return HCOMM_SHM_CMA;
         /* fall through */
     case HCOMM_COLL_REDUCE_SCATTERV:
