@@ -84,7 +84,11 @@ static hcomm_status_t classify(const call_t *k, const hcomm_comm_impl_t *c,
     m->on_gpu = 0;
     m->device = -1;
     m->send_dev = m->recv_dev = m->cpu_visible = 0;
-    if (__builtin_expect(!hcomm_gpu_present, 1) || (k->count == 0 && !k->v))
+    /* Without a CUDA context no buffer is GPU memory: asked once, not per
+     * buffer (on the GPU machine each question costs a host-only call
+     * tens of nanoseconds, as much as its protocol on the segment). */
+    if (__builtin_expect(!hcomm_gpu_present, 1) || (k->count == 0 && !k->v) ||
+        !hcomm_gpu_in_use())
         return HCOMM_SUCCESS;
     int us, ur, sd = -1, rd = -1;
     buffers_used(k, c, &us, &ur);

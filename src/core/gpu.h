@@ -30,6 +30,9 @@ extern int hcomm_gpu_present;
 /* How many devices the driver shows (0 when none is present). */
 int hcomm_gpu_device_count(void);
 
+/* Whether the process may hold CUDA memory: it has a CUDA context (none
+ * before its first CUDA call). A call with several buffers asks once. */
+int hcomm_gpu_in_use(void);
 /* The memory type of the buffer at p (HOST when no GPU is present or p is
  * NULL); *device is the ordinal of the GPU holding it (-1 for host). */
 hcomm_memtype_t hcomm_gpu_memtype_slow(const void *p, int *device);

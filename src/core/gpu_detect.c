@@ -75,7 +75,7 @@ void hcomm_gpu_finalize(void) {
 /* Until the process has a CUDA context, no buffer can be CUDA memory: a
  * thread with a current context, or any device's primary context, shows
  * one (pointers can come from a thread other than the caller's). */
-static int cuda_in_use(void) {
+int hcomm_gpu_in_use(void) {
     void *ctx = NULL;
     if (atomic_load_explicit(&drv.in_use, memory_order_relaxed)) return 1;
     if (drv.ctx_get_current(&ctx) == 0 && ctx) goto yes;
@@ -96,7 +96,7 @@ hcomm_memtype_t hcomm_gpu_memtype_slow(const void *p, int *device) {
     int attrs[3] = {CU_ATTR_MEMORY_TYPE, CU_ATTR_IS_MANAGED,
                     CU_ATTR_DEVICE_ORDINAL};
     void *data[3] = {&memtype, &managed, &ordinal};
-    if (!cuda_in_use()) return HCOMM_MEM_HOST;
+    if (!hcomm_gpu_in_use()) return HCOMM_MEM_HOST;
     /* The plural form reports plain host memory as type 0, not an error. */
     if (drv.pointer_attributes(3, attrs, data,
                                (unsigned long long)(uintptr_t)p))
