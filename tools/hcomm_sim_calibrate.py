@@ -10,15 +10,16 @@ Run from a build directory, as root (for the network namespaces):
    reproduces hcomm_perf's 2-rank recursive-doubling allreduce (8 to 512 B:
    latency; 2 and 16 MiB: bandwidth; 256 KiB, whose buffers fit in a
    core's L2: the cache's speedup, which holds between ranks of the fit's
-   pairs only (cache_ranks 2); 16 KiB: the fixed start of UCX's
-   multi-fragment copies, past one 6 KiB fragment; 32 KiB: the rate of
-   UCX's copies, which
-   both CPUs make for messages up to --copy-bytes, by default 262143, where
-   UCX's shared-memory copy protocols end (256 KiB goes by rendezvous);
-   --copy-bytes 0: the model without them, as hcomm_sim_here.json and
-   hcomm_sim_netns.json were fitted, an eager bandwidth from 4 KiB and a
-   rendezvous cost from 32 KiB): between two processes of this host
-   (UCX shared memory), and
+   pairs only (cache_ranks 2); 16 and 32 KiB: the rendezvous cost. Up
+   to --copy-bytes, by default 5028 (one eager fragment, where UCX's
+   eager protocol ends for HCOMM's sends), both CPUs copy each message
+   at the CPU's copy rate; past it, rendezvous. --copy-bytes 0: the model
+   without copies, as hcomm_sim_here.json and hcomm_sim_netns.json were
+   fitted (an eager bandwidth from 4 KiB, a rendezvous cost from 32 KiB);
+   above 5028: multi-fragment copies up to it, with a fixed start from
+   16 KiB and the level's copy rate from 32 KiB, as UCX's fast-completion
+   table has them to 262143): between two processes of this host (UCX
+   shared memory), and
    between two network-namespace hosts (UCX over TCP on a veth bridge, as
    test/multinode/netns.sh makes them; there UCX_TLS=tcp,self, so ranks of
    one namespace host talk TCP over loopback, which is fitted too).
@@ -62,10 +63,11 @@ HOSTS = [TAG + "n0", TAG + "n1", TAG + "n2"]
 ARGS = sys.argv[1:]
 MEASURE_ONLY = "--measure-only" in ARGS
 REPLAY = ARGS[ARGS.index("--replay") + 1] if "--replay" in ARGS else None
-# The largest message UCX moves by copies on both sides (its eager and
-# multi-fragment protocols); larger ones go by rendezvous.
+# The largest message UCX moves by copies on both sides; larger ones go by
+# rendezvous. By default one eager fragment (5028 B, eager_bytes); 0: the
+# model without copies; above eager_bytes: multi-fragment copies (copies()).
 COPY_BYTES = (int(ARGS[ARGS.index("--copy-bytes") + 1])
-              if "--copy-bytes" in ARGS else 262143)
+              if "--copy-bytes" in ARGS else 5028)
 # Where the fitted figures go: tools/, as this machine's, unless they come
 # from another machine's record (then the current directory).
 OUTDIR = os.environ.get("OUT", os.getcwd() if REPLAY else HERE)
@@ -191,12 +193,17 @@ def calibrate(model, level, measured, nodes, ppn, cache=False):
     that reproduce each size alone: the latency from 8 to 512 B; the
     bandwidth from the sizes whose buffers overflow the cache; (cache) the
     speedup of 256 KiB, which fits in it; and the protocols' figures
-    (copies() or eager_rendezvous())."""
+    (copies_rendezvous(), copies() or eager_rendezvous())."""
     if MEASURE_ONLY:
         return
     lv = model["levels"][level]
     lv["latency_us"], lv["bandwidth_GBps"] = 0.0, 10.0
-    if model.get("copy_bytes"):
+    copy = model.get("copy_bytes", 0)
+    if copy and copy <= model["eager_bytes"]:
+        protocols = copies_rendezvous
+        lv["copy_GBps"], lv["copy_start_us"] = 0.0, 0.0
+        lv["rendezvous_us"] = 0.0
+    elif copy:
         protocols, lv["copy_GBps"], lv["copy_start_us"] = copies, 1.0, 0.0
     else:
         protocols = eager_rendezvous
@@ -222,12 +229,14 @@ def cross_pairs(model, sizes):
     """The speed of a rendezvous between ranks that share no cache, against
     the uncached rate (cross_speedup), where the call fits the cache: from
     4 ranks' recursive doubling, whose second step crosses pairs, at the
-    sizes past copy_bytes that fit (256 KiB; it is the comparison's own
-    run, so that row fits by construction). The 2-rank fit cannot see it:
-    its ranks are one pair."""
+    largest size past copy_bytes that fits (256 KiB; it is the
+    comparison's own run, so that row fits by construction). Not at 16
+    KiB as well, a rendezvous too: that left one cell fewer within 25% in
+    the 16-core host's replay (41 of 48, not 42). The 2-rank fit cannot
+    see it: its ranks are one pair."""
     cap = model["cpu"]["cache_bytes"]
     fits = [z for z in sizes
-            if model.get("copy_bytes", 0) < z and 2 * z <= cap]
+            if model.get("copy_bytes", 0) < z and 2 * z <= cap][-1:]
     if MEASURE_ONLY or model["cores"] < 4 or not fits:
         return
     four = perf(4, "allreduce", "recursive_doubling", sizes[0], sizes[-1],
@@ -255,6 +264,15 @@ def copies(model, lv, fitted, measured):
                                      False)
         sizes = sizes[1:]
     lv["copy_GBps"] = fitted("copy_GBps", sizes, 0.01, 200.0, True)
+
+
+def copies_rendezvous(model, lv, fitted, measured):
+    """One eager fragment, copied by both CPUs up to copy_bytes (at the
+    CPU's own copy rate: the level's copy_GBps stays 0), rendezvous past
+    it: its cost from 16 and 32 KiB, the first sizes past one fragment
+    (256 KiB fits the cache's speedup)."""
+    lv["rendezvous_us"] = fitted("rendezvous_us", (16384, 32768), 0.0, 1.0,
+                                 False)
 
 
 def eager_rendezvous(model, lv, fitted, measured):
@@ -342,9 +360,11 @@ def l2_bytes():
 
 def two_ranks(sizes):
     """Every 2-rank recursive doubling of this host: the sweep, and the
-    sizes that only the comparison's own run has (16 KiB, one past a
-    fragment, decides the multi-fragment start); where both have a size,
-    the sweep's, which the figures have always been fitted from."""
+    sizes that only the comparison's own run has (16 KiB, past one
+    fragment: with 32 KiB it decides the rendezvous cost, or with
+    --copy-bytes above a fragment the multi-fragment start); where both
+    have a size, the sweep's, which the figures have always been fitted
+    from."""
     table = perf(2, "allreduce", "recursive_doubling", sizes[0], sizes[-1],
                  sizes[1] // sizes[0])
     table.update(perf(2, "allreduce", "recursive_doubling", 8, 16 << 20, 8))
@@ -363,9 +383,13 @@ def main():
                     # the speedup is fitted between the 2 ranks of the
                     # fit, and holds between such pairs only
                     "cache_ranks": 2},
-            # UCX_PROTO_INFO on the 16-core host: one eager fragment up
-            # to 6 KiB, multi-fragment copies past it
-            "eager_bytes": 6144}
+            # UCX_PROTO_INFO on the 16-core GPU host, for HCOMM's sends
+            # (tag send from host memory, intra-node): eager short to 92
+            # B, eager copy-in copy-out (sysv) to 5028 B, rendezvous
+            # zero-copy read (cma) from 5029 B. hcomm_perf agrees: a
+            # 512 B sweep of 2-rank recursive doubling jumps from 4608
+            # to 5120 B (2.8-3.1 to 4.4-4.8 us)
+            "eager_bytes": 5028}
     if COPY_BYTES:
         base["copy_bytes"] = COPY_BYTES
     base["chunk_bytes"] = 1 << 20
