@@ -85,8 +85,7 @@ static hcomm_status_t classify(const call_t *k, const hcomm_comm_impl_t *c,
     m->device = -1;
     m->send_dev = m->recv_dev = m->cpu_visible = 0;
     /* Without a CUDA context no buffer is GPU memory: asked once, not per
-     * buffer (on the GPU machine each question costs a host-only call
-     * tens of nanoseconds, as much as its protocol on the segment). */
+     * buffer (each question is a driver call; README, "Benchmark"). */
     if (__builtin_expect(!hcomm_gpu_present, 1) || (k->count == 0 && !k->v) ||
         !hcomm_gpu_in_use())
         return HCOMM_SUCCESS;
@@ -679,10 +678,10 @@ static hcomm_status_t run_call(const call_t *k, hcomm_comm_t comm,
     if (atomic_load_explicit(&c->aborted, memory_order_relaxed))
         c->broken = HCOMM_ERR_ABORTED;
     /* A queued call's failure, said once, whatever the worker's run of it
-     * marked already (the communicator stays broken). */
-    /* read first: an exchange, a locked instruction, would wait on every
+     * marked already (the communicator stays broken). Read before it is
+     * exchanged: an exchange, a locked instruction, would wait on every
      * call for this core's stores still in flight (the last call's, to
-     * lines its peers hold) */
+     * lines its peers hold). */
     int failed = atomic_load_explicit(&c->stream_failed, memory_order_relaxed)
                      ? atomic_exchange(&c->stream_failed, 0)
                      : 0;
