@@ -388,7 +388,7 @@ def main():
             # B, eager copy-in copy-out (sysv) to 5028 B, rendezvous
             # zero-copy read (cma) from 5029 B. hcomm_perf agrees: a
             # 512 B sweep of 2-rank recursive doubling jumps from 4608
-            # to 5120 B (2.8-3.1 to 4.4-4.8 us)
+            # to 5120 B (2.95-3.17 to 4.38-4.86 us)
             "eager_bytes": 5028}
     if COPY_BYTES:
         base["copy_bytes"] = COPY_BYTES
