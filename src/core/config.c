@@ -117,6 +117,11 @@ static const cfg_entry_t table[HCOMM_CFG_COUNT] = {
      "mapped by the peers (CUDA IPC handles, kept until the communicator is "
      "freed), and an AllReduce on such or registered buffers takes two "
      "shots in place rather than one through the workspaces."},
+    {"HCOMM_CUDA_IPC_EARLY", CFG_CHOICE, "auto", "0|auto",
+     "auto: a CUDA IPC kernel that follows another on its stream is "
+     "started while that one ends (programmatic dependent launch, compute "
+     "capability 9.0 and up), where the GPU holds both kernels of every "
+     "rank at once; 0: once it has ended."},
     {"HCOMM_CUDA_NODE_STAGES_MAX", CFG_SIZE, "256K", NULL,
      "Largest AllReduce (bytes) of device memory on several nodes that runs "
      "as node stages (CUDA IPC inside a node, every local rank's rail "

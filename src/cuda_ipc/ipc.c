@@ -1,5 +1,6 @@
 /* The CUDA IPC path's workspaces: made on a communicator's first call that
  * takes the path, mapped by every peer once, freed with the communicator. */
+#include "cuda_ipc/ipc_shape.h"
 #include "cuda_ipc/ipc_state.h"
 #include "core/config.h"
 #include "core/log.h"
@@ -24,6 +25,7 @@ typedef struct {
     cudaIpcMemHandle_t handle;
     cudaUUID_t gpu;               /* which GPU the workspace is on */
     char pci[HCOMM_TOPO_PCI_LEN]; /* its PCI bus id; "" unknown */
+    int sms;                      /* that GPU's multiprocessors */
 } ipc_card_t;
 
 /* How the tables of ordinary buffers (ipc_cards.h) reach CUDA. */
@@ -126,7 +128,13 @@ static int make_own(hcomm_ipc_t *ipc, int rank, ipc_card_t *card) {
     struct cudaDeviceProp prop;
     if (e == cudaSuccess)
         e = cudaGetDeviceProperties(&prop, hcomm_gpu_ctx_device(ipc->ctx));
-    if (e == cudaSuccess) card->gpu = prop.uuid;
+    if (e == cudaSuccess) {
+        card->gpu = prop.uuid;
+        card->sms = prop.multiProcessorCount;
+        ipc->early_launch =
+            prop.major >= 9 && hcomm_ipc_kernels_start_early() &&
+            strcmp(hcomm_cfg_str(HCOMM_CFG_CUDA_IPC_EARLY), "0") != 0;
+    }
     if (e == cudaSuccess) own_pci(hcomm_gpu_ctx_device(ipc->ctx), card->pci);
     if (e == cudaSuccess)
         e = cudaHostAlloc(&ipc->words, 4096, cudaHostAllocMapped);
@@ -145,6 +153,23 @@ static int make_own(hcomm_ipc_t *ipc, int rank, ipc_card_t *card) {
         HCOMM_LOG(HCOMM_LOG_INFO, "cuda ipc: no workspace of %zu bytes: %s",
                   bytes, cudaGetErrorString(e));
     return e == cudaSuccess;
+}
+
+/* The most blocks a kernel may have (ipc_shape.h), from every rank's
+ * card; 1 where memory runs out (a kernel of one block always fits). */
+static int resident_blocks(const ipc_card_t *all, int n) {
+    int *sms = malloc(2 * (size_t)n * sizeof(int)), *gpu_of = sms + n;
+    if (!sms) return 1;
+    for (int p = 0; p < n; p++) {
+        sms[p] = all[p].sms;
+        gpu_of[p] = p;
+        for (int q = 0; q < p && gpu_of[p] == p; q++)
+            if (memcmp(&all[q].gpu, &all[p].gpu, sizeof(all[p].gpu)) == 0)
+                gpu_of[p] = q;
+    }
+    int most = hcomm_ipc_resident_blocks(n, sms, gpu_of);
+    free(sms);
+    return most;
 }
 
 int hcomm_ipc_ready(hcomm_comm_impl_t *c, struct hcomm_gpu_ctx *ctx) {
@@ -168,6 +193,7 @@ int hcomm_ipc_ready(hcomm_comm_impl_t *c, struct hcomm_gpu_ctx *ctx) {
     for (int p = 0; ok && p < c->size; p++)
         ok = all[p].ok;
     if (ok) { /* the flags' scope (ipc_kernels.cu) */
+        ipc->resident_blocks = resident_blocks(all, c->size);
         ipc->one_gpu = 1;
         for (int p = 0; p < c->size; p++)
             if (memcmp(&all[p].gpu, &mine.gpu, sizeof(mine.gpu)) != 0)

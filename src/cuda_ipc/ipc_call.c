@@ -17,6 +17,12 @@ static const char *kind_name(hcomm_ipc_kind_t k) {
     return k < HCOMM_IPC_NKINDS ? names[k] : "?";
 }
 
+/* HCOMM_CUDA_IPC_BLOCKS, within what the GPUs hold (ipc.c). */
+static long long most_blocks(const hcomm_ipc_t *ipc) {
+    long long most = hcomm_cfg_int(HCOMM_CFG_CUDA_IPC_BLOCKS);
+    return most < ipc->resident_blocks ? most : ipc->resident_blocks;
+}
+
 hcomm_status_t hcomm_ipc_op_init(hcomm_ipc_op_t *op, hcomm_comm_impl_t *c,
                                  hcomm_coll_t coll, const void *in, void *out,
                                  size_t count, hcomm_dtype_t dtype,
@@ -47,7 +53,7 @@ hcomm_status_t hcomm_ipc_op_init(hcomm_ipc_op_t *op, hcomm_comm_impl_t *c,
     k->area_bytes = ipc->area_bytes;
     hcomm_ipc_shape_t shape;
     hcomm_ipc_shape(k->kind, c->size, count, esize, ipc->area_bytes,
-                    hcomm_cfg_int(HCOMM_CFG_CUDA_IPC_BLOCKS), &shape);
+                    most_blocks(ipc), &shape);
     k->piece = shape.piece;
     k->blocks = shape.blocks;
     int reduces =
@@ -183,8 +189,7 @@ static hcomm_status_t go_direct(hcomm_ipc_op_t *op) {
     /* a reduce-scatter or allgather moves every rank's block */
     int blocks_all =
         k->kind == HCOMM_IPC_REDUCE_SCATTER || k->kind == HCOMM_IPC_ALLGATHER;
-    k->blocks = hcomm_ipc_blocks(blocks_all ? whole : len,
-                                 hcomm_cfg_int(HCOMM_CFG_CUDA_IPC_BLOCKS));
+    k->blocks = hcomm_ipc_blocks(blocks_all ? whole : len, most_blocks(c->ipc));
     return HCOMM_SUCCESS;
 }
 
@@ -238,6 +243,9 @@ static hcomm_status_t launch(hcomm_ipc_op_t *op) {
         ipc->last = NULL;
         if (st != HCOMM_SUCCESS) return st;
     }
+    /* Started early, a kernel holds its multiprocessors while the one
+     * before it still runs: so only where every rank's two fit at once. */
+    op->k.early = ipc->early_launch && op->k.blocks * 2 <= ipc->resident_blocks;
     int e = hcomm_ipc_kernel_launch(&op->k, op->dtype, op->op, stream);
     if (e) return hcomm_gpu_error(e, "launching the CUDA IPC kernel");
     ipc->launched++;

@@ -25,3 +25,16 @@ extern "C" int hcomm_ipc_kernel_launch(const hcomm_ipc_kargs_t *a,
         return hcomm_ipc_kernel_launch_more(a, dtype, op, s);
     }
 }
+
+// Whether the kernels may be started early (follow_previous_kernel): only
+// where they were built for compute capability 9.0 or newer. A kernel
+// built from older PTX, compiled for a newer GPU when loaded, has no wait
+// for the kernel before it.
+extern "C" int hcomm_ipc_kernels_start_early(void) {
+    cudaFuncAttributes fa;
+    if (cudaFuncGetAttributes(&fa, ipc_kernel<float, OpSum>) != cudaSuccess) {
+        cudaGetLastError(); /* not left for the next launch to report */
+        return 0;
+    }
+    return fa.ptxVersion >= 90;
+}

@@ -214,12 +214,25 @@ __device__ bool direct_leave(const hcomm_ipc_kargs_t &a, uint64_t epoch) {
     return wait_peers(a, 1, epoch);
 }
 
+// Launched early (a.early), the kernel starts while the one before it on
+// its stream ends: it waits here for that end and for its writes, and only
+// then lets the next one start, so that at most two kernels of a stream
+// hold multiprocessors (launch(): the GPU must hold both of every rank).
+// Without the early launch both are no-ops.
+__device__ void follow_previous_kernel() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+
 // One block a multiprocessor, said outright: left to choose, ptxas held
 // the kernel to 64 registers and spilled (220 bytes) once the small
 // one-shot path was in.
 template <typename T, typename OP>
 __global__ void __launch_bounds__(HCOMM_IPC_THREADS, 1)
     ipc_kernel(hcomm_ipc_kargs_t a) {
+    follow_previous_kernel();
     constexpr size_t vw = 16 / sizeof(T);
     const int n = a.nranks, r = a.rank, b = blockIdx.x, nb = gridDim.x;
     const T *in = static_cast<const T *>(a.in);
@@ -394,9 +407,17 @@ struct Launch {
         // The launch's own status (as in reduce_cuda.cu).
         hcomm_ipc_kargs_t arg = *a;
         void *args[] = {&arg};
-        return (int)cudaLaunchKernel(ipc_kernel<T, OP>,
-                                     dim3((unsigned)a->blocks),
-                                     dim3(HCOMM_IPC_THREADS), args, 0, s);
+        cudaLaunchAttribute early;
+        early.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+        early.val.programmaticStreamSerializationAllowed = 1;
+        cudaLaunchConfig_t cfg = {};
+        cfg.gridDim = dim3((unsigned)a->blocks);
+        cfg.blockDim = dim3(HCOMM_IPC_THREADS);
+        cfg.stream = s;
+        cfg.attrs = &early;
+        cfg.numAttrs = a->early ? 1 : 0;
+        return (int)cudaLaunchKernelExC(
+            &cfg, reinterpret_cast<const void *>(ipc_kernel<T, OP>), args);
     }
 };
 

@@ -82,6 +82,10 @@ typedef struct {
      * sees the end sooner than through an event. */
     unsigned long long *done;
     unsigned long long done_value;
+    /* The launch's, not the kernel's: the kernel may be started while the
+     * one before it on its stream ends (programmatic dependent launch);
+     * it waits for that end before it touches memory. */
+    int early;
 } hcomm_ipc_kargs_t;
 
 #ifdef __CUDACC__
@@ -127,6 +131,9 @@ static inline HCOMM_IPC_HOST_DEVICE size_t
 hcomm_ipc_result_offset(size_t piece, size_t esize) {
     return (piece * esize + 255) / 256 * 256;
 }
+
+/* Whether the kernels, as built, may be launched early (a->early). */
+int hcomm_ipc_kernels_start_early(void);
 
 /* Enqueues the collective on stream. Returns a cudaError_t (0: enqueued). */
 int hcomm_ipc_kernel_launch(const hcomm_ipc_kargs_t *a, hcomm_dtype_t dtype,

@@ -60,3 +60,14 @@ int hcomm_ipc_blocks(size_t round_bytes, long long max_blocks) {
     if (blocks > cap) blocks = cap;
     return blocks < 1 ? 1 : (int)blocks;
 }
+
+int hcomm_ipc_resident_blocks(int n, const int *sms, const int *gpu_of) {
+    int most = HCOMM_IPC_MAX_BLOCKS;
+    for (int p = 0; p < n; p++) {
+        int sharing = 0;
+        for (int q = 0; q < n; q++)
+            sharing += gpu_of[q] == gpu_of[p];
+        if (sms[p] / sharing < most) most = sms[p] / sharing;
+    }
+    return most < 1 ? 1 : most;
+}

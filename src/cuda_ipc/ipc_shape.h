@@ -46,4 +46,15 @@ void hcomm_ipc_shape(hcomm_ipc_kind_t kind, int nranks, size_t count,
  * HCOMM_IPC_MAX_BLOCKS). */
 int hcomm_ipc_blocks(size_t round_bytes, long long max_blocks);
 
+/* The most blocks a kernel may have, for n ranks whose GPUs have sms[p]
+ * multiprocessors, rank p on the same GPU as rank gpu_of[p] (the first
+ * such rank). Every block spins until the same block of every peer has
+ * arrived, so all ranks' blocks must be on their GPUs at once, one a
+ * multiprocessor (ipc_kernels.cuh), on the GPU the most ranks share; and
+ * every rank uses the same number. Six ranks on one H100 (132
+ * multiprocessors) at 32 blocks waited until the timeout: five ranks'
+ * kernels filled it and the sixth's blocks never started. At least 1, at
+ * most HCOMM_IPC_MAX_BLOCKS. */
+int hcomm_ipc_resident_blocks(int n, const int *sms, const int *gpu_of);
+
 #endif

@@ -18,8 +18,10 @@ struct hcomm_ipc {
     void *words;
     volatile uint32_t *abort_host, *abort_dev;
     unsigned long long *status_host, *status_dev, *done_host, *done_dev;
-    uint64_t epoch;           /* the next round's */
-    int one_gpu;              /* every rank's workspace is on this rank's GPU */
+    uint64_t epoch;      /* the next round's */
+    int one_gpu;         /* every rank's workspace is on this rank's GPU */
+    int resident_blocks; /* the most blocks a kernel may have (ipc.c) */
+    int early_launch;    /* kernels may start early (ipc_kernels.cuh) here */
     hcomm_ipc_cards_t *cards; /* the peers' ordinary buffers mapped here */
     /* After a stream-ordered kernel, an event after it on the caller's
      * stream (which the caller may destroy: no handle to it is kept);

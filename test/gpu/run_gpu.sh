@@ -103,7 +103,9 @@ fi
 if has ipc; then
     note "CUDA IPC: safety and rounds at 2 to 4 ranks, every collective forced"
     mps_on
-    for n in 2 3 4; do
+    # 6 ranks: five ranks' kernels of 32 blocks fill an H100 or H200; the
+    # blocks' cap (ipc_shape.h) lets the sixth's start
+    for n in 2 3 4 6; do
         mpi ipc.log "$n" "$b/test/gpu/test_cuda_ipc"
     done
     HCOMM_CUDA_IPC_ALGO=twoshot mpi ipc.log 3 "$b/test/gpu/test_cuda_ipc"

@@ -215,7 +215,7 @@ static void test_back_to_back(hcomm_comm_t comm) {
  * from every root; after one buffer is freed and allocated anew (its
  * mappings retired); and with rank 0's buffers registered, the others'
  * ordinary. run_gpu.sh checks in the profile that calls went direct. */
-enum { MAPPED_N = (1 << 18) - 5 }; /* floats; a 4 MiB buffer holds 4 x */
+enum { MAPPED_N = (1 << 18) - 5 }; /* floats; 1 MiB holds one rank's */
 
 static float mapped_value(size_t i, int r, int it) {
     return (float)((i * 3 + (size_t)r + (size_t)it) % 11);
@@ -276,7 +276,8 @@ static size_t mapped_call(hcomm_comm_t comm, int coll, int mode, float *in,
 }
 
 static void test_mapped(hcomm_comm_t comm) {
-    const size_t bytes = (size_t)4 << 20;
+    /* MAPPED_N floats a rank: 4 MiB holds 4 ranks' */
+    const size_t bytes = (size_t)(nranks > 4 ? nranks : 4) << 20;
     static const char *names[] = {"allreduce", "reduce_scatter", "allgather",
                                   "broadcast"};
     float *a = NULL, *b = NULL, *reg = NULL;

@@ -126,9 +126,35 @@ static void test_kinds(void **state) {
                      HCOMM_IPC_BCAST);
 }
 
+/* Co-resident blocks: the GPU the most ranks share, the fewest
+ * multiprocessors, bounded by 1 and HCOMM_IPC_MAX_BLOCKS. */
+static void test_resident_blocks(void **state) {
+    (void)state;
+    int h200[16], one_gpu[16], own_gpu[16];
+    for (int p = 0; p < 16; p++) {
+        h200[p] = 132;
+        one_gpu[p] = 0;
+        own_gpu[p] = p;
+    }
+    assert_int_equal(hcomm_ipc_resident_blocks(1, h200, one_gpu), 64);
+    assert_int_equal(hcomm_ipc_resident_blocks(2, h200, one_gpu), 64);
+    assert_int_equal(hcomm_ipc_resident_blocks(3, h200, one_gpu), 44);
+    assert_int_equal(hcomm_ipc_resident_blocks(4, h200, one_gpu), 33);
+    assert_int_equal(hcomm_ipc_resident_blocks(5, h200, one_gpu), 26);
+    assert_int_equal(hcomm_ipc_resident_blocks(16, h200, one_gpu), 8);
+    assert_int_equal(hcomm_ipc_resident_blocks(8, h200, own_gpu), 64);
+    /* ranks 0-2 on GPU 0, 3 on GPU 3 (8 multiprocessors), 4-5 on GPU 4 */
+    int sms[6] = {132, 132, 132, 8, 132, 132}, gpu_of[6] = {0, 0, 0, 3, 4, 4};
+    assert_int_equal(hcomm_ipc_resident_blocks(6, sms, gpu_of), 8);
+    sms[3] = 132;
+    assert_int_equal(hcomm_ipc_resident_blocks(6, sms, gpu_of), 44);
+    int tiny[4] = {2, 2, 2, 2};
+    assert_int_equal(hcomm_ipc_resident_blocks(4, tiny, one_gpu), 1);
+}
+
 int main(void) {
-    const struct CMUnitTest tests[] = {cmocka_unit_test(test_shapes),
-                                       cmocka_unit_test(test_kinds),
-                                       cmocka_unit_test(test_blocks)};
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_shapes), cmocka_unit_test(test_kinds),
+        cmocka_unit_test(test_blocks), cmocka_unit_test(test_resident_blocks)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
