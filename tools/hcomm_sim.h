@@ -65,11 +65,14 @@ typedef struct {
      * the node and on the CPU (0: no such effect). */
     size_t cache_bytes;
     double cached_speedup;
-    /* Inside a node a message's copies go at that speed only between
-     * ranks that share the cache (local ranks in one group of
-     * cache_ranks; 0: all); others read lines from another core's cache:
-     * copies at the uncached rate, a rendezvous (the receiver reading the
-     * sender's buffer in place) at cross_speedup times it (0: 1). */
+    /* Where cache_ranks is set, inside a node: a message's copies go at
+     * that speed only between ranks that share the cache (local ranks in
+     * one group of cache_ranks), others at the uncached rate; a
+     * rendezvous (the receiver reading the sender's buffer in place) at
+     * that speed where it reads the sender's input, unchanged since the
+     * last call, and at cross_speedup times the uncached rate (0: 1)
+     * where it reads lines the sender wrote in the call, which lie
+     * modified in the sender's core's cache. */
     int cache_ranks;
     double cross_speedup;
     size_t eager_bytes;

@@ -9,8 +9,9 @@ Run from a build directory, as root (for the network namespaces):
    each link level's latency and bandwidth fitted so that the simulator
    reproduces hcomm_perf's 2-rank recursive-doubling allreduce (8 to 512 B:
    latency; 2 and 16 MiB: bandwidth; 256 KiB, whose buffers fit in a
-   core's L2: the cache's speedup, which holds between ranks of the fit's
-   pairs only (cache_ranks 2); 16 and 32 KiB: the rendezvous cost. Up
+   core's L2: the cache's speedup, which the fit's rendezvous see reading
+   the sender's unchanged input, and its copies between the fit's pair
+   (cache_ranks 2); 16 and 32 KiB: the rendezvous cost. Up
    to --copy-bytes, by default 5028 (one eager fragment, where UCX's
    eager protocol ends for HCOMM's sends), both CPUs copy each message
    at the CPU's copy rate; past it, rendezvous. --copy-bytes 0: the model
@@ -225,15 +226,17 @@ def calibrate(model, level, measured, nodes, ppn, cache=False):
                 "cached_speedup", (262144,), 0.2, 50.0, True, ("cpu",))
 
 
-def cross_pairs(model, sizes):
-    """The speed of a rendezvous between ranks that share no cache, against
-    the uncached rate (cross_speedup), where the call fits the cache: from
-    4 ranks' recursive doubling, whose second step crosses pairs, at the
-    largest size past copy_bytes that fits (256 KiB; it is the
-    comparison's own run, so that row fits by construction). Not at 16
-    KiB as well, a rendezvous too: that left one cell fewer within 25% in
-    the 16-core host's replay (41 of 48, not 42). The 2-rank fit cannot
-    see it: its ranks are one pair."""
+def written_lines(model, sizes):
+    """The speed of a rendezvous that reads lines its sender wrote in the
+    call, modified in the sender's core's cache, against the uncached rate
+    (cross_speedup), where the call fits the cache: from 4 ranks'
+    recursive doubling, whose second step reads the block its sender
+    reduced in the first, at the largest size past copy_bytes that fits
+    (256 KiB; it is the comparison's own run, so that row fits by
+    construction). Not at 16 KiB as well, a rendezvous too: that left one
+    cell fewer within 25% in the 16-core host's replay. The 2-rank fit
+    cannot see it: its one step reads the sender's input, unchanged since
+    the last call (hcomm_perf passes the same buffers every call)."""
     cap = model["cpu"]["cache_bytes"]
     fits = [z for z in sizes
             if model.get("copy_bytes", 0) < z and 2 * z <= cap]
@@ -380,8 +383,8 @@ def main():
             "cpu": {"reduce_GBps": cpu["reduce_GBps"],
                     "copy_GBps": cpu["copy_GBps"], "overhead_us": 0.3,
                     "cache_bytes": l2, "cached_speedup": 1.0,
-                    # the speedup is fitted between the 2 ranks of the
-                    # fit, and holds between such pairs only
+                    # the fit's copies are between its 2 ranks: the
+                    # speedup holds for copies between such pairs only
                     "cache_ranks": 2},
             # UCX_PROTO_INFO on the 16-core GPU host, for HCOMM's sends
             # (tag send from host memory, intra-node): eager short to 92
@@ -398,7 +401,7 @@ def main():
     # --- one host: UCX shared memory ---------------------------------------
     here = json.loads(json.dumps(base))
     calibrate(here, "node", two_ranks(sizes), 1, 2, cache=True)
-    cross_pairs(here, sizes)
+    written_lines(here, sizes)
     save_figures("hcomm_sim_here.json", here)
     for n in (2, 3, 4, 8):
         compare(rows, here, "1 host x %d" % n, n, "allreduce",

@@ -52,8 +52,9 @@ typedef struct {
     uint64_t bytes;
     /* copies: moved by the CPUs' copies (copied: out, at the receiver) */
     uint8_t level, arrived, eager, copies, copied;
-    int32_t next; /* in its pending queue, or the free list */
-    char *data;   /* data mode */
+    uint8_t from_input; /* the sender's input buffer, not written by it */
+    int32_t next;       /* in its pending queue, or the free list */
+    char *data;         /* data mode */
 } msg_t;
 
 /* Pending queues by (sender, receiver, tag), chained hash buckets. */
@@ -193,16 +194,20 @@ static double latency(const sim_t *s, int level) {
     return l;
 }
 
-/* The cache's speedup for a message's copies: only between ranks of a
- * node that share the cache. Another pair's copies go at the uncached
- * rate, and its rendezvous, whose receiver reads the lines from the
- * sender's core, at cross_speedup times that. */
+/* The cache's speedup for a message, where the call fits in the cache;
+ * where cache_ranks is set, the model tells cores apart. A rendezvous
+ * inside a node is read in place by the receiver (CMA): lines of the
+ * sender's input, unchanged since its last call (hcomm_perf passes the same
+ * buffers every call), are clean and read at the cache's speed from any
+ * core; lines the sender wrote in this call (a block it reduced or
+ * received) are modified in its own core's cache and read at cross_speedup
+ * times the uncached rate. Copies (UCX's eager protocols) get the cache's
+ * speed only between ranks that share the cache. */
 static double msg_speed(const sim_t *s, const msg_t *g) {
     int k = s->m->cache_ranks;
-    if (g->level == SIM_NODE && k > 0 &&
-        s->sh->local[g->src] / k != s->sh->local[g->dst] / k)
-        return g->copies ? 1 : s->cross;
-    return s->speed;
+    if (g->level != SIM_NODE || k <= 0) return s->speed;
+    if (!g->copies) return g->from_input ? s->speed : s->cross;
+    return s->sh->local[g->src] / k == s->sh->local[g->dst] / k ? s->speed : 1;
 }
 
 /* Reserves the message's resources from t; returns when it has moved its
@@ -456,6 +461,7 @@ static double post(sim_t *s, int ri, uint32_t i, double t) {
         g->s_step = i;
         g->st = t;
         g->bytes = p->bytes;
+        g->from_input = p->from_input;
         g->level = (uint8_t)level_of(s, src, dst);
         classify(s, g);
         if (g->copies) { /* it moves from its first fragment on */
@@ -630,7 +636,9 @@ static hcomm_status_t rep_setup(sim_t *s, int ri, uint64_t *budget, char *err,
                                       {p->dep[0], p->dep[1]},
                                       p->epoch,
                                       p->tag,
-                                      p->kind};
+                                      p->kind,
+                                      p->kind == HCOMM_STEP_SEND &&
+                                          p->a.buf == HCOMM_BUF_SEND};
         r->pp[i] = r->pd[i] = -1;
         for (int d = 0; d < 2; d++) {
             /* Two equal dependencies count once. */

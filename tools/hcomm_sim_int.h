@@ -33,6 +33,7 @@ typedef struct {
     uint32_t epoch;
     uint16_t tag;
     uint8_t kind;
+    uint8_t from_input; /* a send of the caller's input buffer */
 } hcomm_sim_step_t;
 
 /* The plan of rank for call c on shape sh (builder's form). */

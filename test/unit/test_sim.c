@@ -278,6 +278,39 @@ static void test_copies(void **state) {
                      (o + lat + 65537 / m.bw[SIM_NODE] + lat)) < 1e-12);
 }
 
+/* Two ranks' allreduce by algo, bytes in all. */
+static double allreduce2(const hcomm_sim_model_t *m, const char *algo,
+                         size_t bytes) {
+    hcomm_sim_call_t c = {.algo = hcomm_algo_find(HCOMM_COLL_ALLREDUCE, algo),
+                          .count = bytes / 4,
+                          .esize = 4};
+    return sim_time(m, 1, 2, &c);
+}
+
+/* A rendezvous that reads the sender's input goes at the cache's speed; one
+ * that reads a block the sender wrote in the call, at cross_speedup times
+ * the uncached rate. Recursive doubling's one exchange reads the input; the
+ * ring's second half sends the reduced block. */
+static void test_written_lines(void **state) {
+    (void)state;
+    hcomm_sim_model_t m;
+    hcomm_sim_model_default(&m);
+    m.chunk_bytes = 1 << 30;
+    m.eager_bytes = 4096;
+    m.cache_bytes = 1 << 20;
+    m.cached_speedup = 4;
+    m.cache_ranks = 2;
+    const size_t b = 65536;
+    double rd = allreduce2(&m, "recursive_doubling", b);
+    double ring = allreduce2(&m, "ring", b);
+    m.cross_speedup = 0.5;
+    assert_true(fabs(allreduce2(&m, "recursive_doubling", b) - rd) < 1e-12);
+    /* the reduced half: at half the uncached rate, not at it (a
+     * cross_speedup of 0 is 1) */
+    double half = (double)(b / 2) / m.bw[SIM_NODE];
+    assert_true(fabs(allreduce2(&m, "ring", b) - (ring + half)) < 1e-12);
+}
+
 static void test_model(void **state) {
     (void)state;
     hcomm_sim_model_t m;
@@ -351,6 +384,7 @@ int main(void) {
         cmocka_unit_test(test_tag_wrap),
         cmocka_unit_test(test_model),
         cmocka_unit_test(test_copies),
+        cmocka_unit_test(test_written_lines),
         cmocka_unit_test(test_symmetry),
         cmocka_unit_test(test_against_verifier),
     };
