@@ -155,11 +155,10 @@ static int make_own(hcomm_ipc_t *ipc, int rank, ipc_card_t *card) {
     return e == cudaSuccess;
 }
 
-/* The most blocks a kernel may have (ipc_shape.h), from every rank's
- * card; 1 where memory runs out (a kernel of one block always fits). */
+/* The most blocks a kernel may have (ipc_shape.h), from every rank's card
+ * (at most HCOMM_IPC_MAX_RANKS of them: hcomm_ipc_applies). */
 static int resident_blocks(const ipc_card_t *all, int n) {
-    int *sms = malloc(2 * (size_t)n * sizeof(int)), *gpu_of = sms + n;
-    if (!sms) return 1;
+    int sms[HCOMM_IPC_MAX_RANKS], gpu_of[HCOMM_IPC_MAX_RANKS];
     for (int p = 0; p < n; p++) {
         sms[p] = all[p].sms;
         gpu_of[p] = p;
@@ -167,9 +166,7 @@ static int resident_blocks(const ipc_card_t *all, int n) {
             if (memcmp(&all[q].gpu, &all[p].gpu, sizeof(all[p].gpu)) == 0)
                 gpu_of[p] = q;
     }
-    int most = hcomm_ipc_resident_blocks(n, sms, gpu_of);
-    free(sms);
-    return most;
+    return hcomm_ipc_resident_blocks(n, sms, gpu_of);
 }
 
 int hcomm_ipc_ready(hcomm_comm_impl_t *c, struct hcomm_gpu_ctx *ctx) {
