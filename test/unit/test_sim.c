@@ -237,13 +237,18 @@ static double one_message(const hcomm_sim_model_t *m, int nodes, size_t bytes) {
     return sim_time(m, nodes, 2 / nodes, &c);
 }
 
+/* Two ranks' allreduce by algo, bytes in all. */
+static double allreduce2(const hcomm_sim_model_t *m, const char *algo,
+                         size_t bytes) {
+    hcomm_sim_call_t c = {.algo = hcomm_algo_find(HCOMM_COLL_ALLREDUCE, algo),
+                          .count = bytes / 4,
+                          .esize = 4};
+    return sim_time(m, 1, 2, &c);
+}
+
 /* Two ranks' recursive-doubling allreduce: receive, send, reduce. */
 static double exchange(const hcomm_sim_model_t *m, size_t bytes) {
-    hcomm_sim_call_t c = {
-        .algo = hcomm_algo_find(HCOMM_COLL_ALLREDUCE, "recursive_doubling"),
-        .count = bytes / 4,
-        .esize = 4};
-    return sim_time(m, 1, 2, &c);
+    return allreduce2(m, "recursive_doubling", bytes);
 }
 
 /* UCX's copy protocols: the sender's CPU copies in, the receiver's out. */
@@ -276,15 +281,6 @@ static void test_copies(void **state) {
     m.eager_bytes = 4096;
     assert_true(fabs(one_message(&m, 1, 65537) -
                      (o + lat + 65537 / m.bw[SIM_NODE] + lat)) < 1e-12);
-}
-
-/* Two ranks' allreduce by algo, bytes in all. */
-static double allreduce2(const hcomm_sim_model_t *m, const char *algo,
-                         size_t bytes) {
-    hcomm_sim_call_t c = {.algo = hcomm_algo_find(HCOMM_COLL_ALLREDUCE, algo),
-                          .count = bytes / 4,
-                          .esize = 4};
-    return sim_time(m, 1, 2, &c);
 }
 
 /* A rendezvous that reads the sender's input goes at the cache's speed; one
