@@ -638,7 +638,8 @@ static hcomm_status_t rep_setup(sim_t *s, int ri, uint64_t *budget, char *err,
                                       p->tag,
                                       p->kind,
                                       p->kind == HCOMM_STEP_SEND &&
-                                          p->a.buf == HCOMM_BUF_SEND};
+                                          p->a.buf == HCOMM_BUF_SEND &&
+                                          !s->c->inplace};
         r->pp[i] = r->pd[i] = -1;
         for (int d = 0; d < 2; d++) {
             /* Two equal dependencies count once. */

@@ -33,7 +33,9 @@ typedef struct {
     uint32_t epoch;
     uint16_t tag;
     uint8_t kind;
-    uint8_t from_input; /* a send of the caller's input buffer */
+    /* a send of the caller's input buffer; in place the last call wrote
+     * it, so not then */
+    uint8_t from_input;
 } hcomm_sim_step_t;
 
 /* The plan of rank for call c on shape sh (builder's form). */
