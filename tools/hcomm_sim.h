@@ -65,9 +65,10 @@ typedef struct {
      * the node and on the CPU (0: no such effect). */
     size_t cache_bytes;
     double cached_speedup;
-    /* Where cache_ranks is set, inside a node: a message's copies go at
+    /* Where cache_ranks is set, inside a node: an eager message goes at
      * that speed only between ranks that share the cache (local ranks in
-     * one group of cache_ranks), others at the uncached rate; a
+     * one group of cache_ranks), others' copies at the uncached rate (and
+     * their eager moves at cross_speedup times it); a
      * rendezvous (the receiver reading the sender's buffer in place) at
      * that speed where it reads the sender's input, unchanged since the
      * last call, and at cross_speedup times the uncached rate (0: 1)

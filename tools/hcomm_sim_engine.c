@@ -201,13 +201,15 @@ static double latency(const sim_t *s, int level) {
  * buffers every call), are clean and read at the cache's speed from any
  * core; lines the sender wrote in this call (a block it reduced or
  * received) are modified in its own core's cache and read at cross_speedup
- * times the uncached rate. Copies (UCX's eager protocols) get the cache's
- * speed only between ranks that share the cache. */
+ * times the uncached rate. Eager messages get the cache's speed only
+ * between ranks that share the cache; other pairs' copies go at the
+ * uncached rate, their eager moves at cross_speedup times it. */
 static double msg_speed(const sim_t *s, const msg_t *g) {
     int k = s->m->cache_ranks;
     if (g->level != SIM_NODE || k <= 0) return s->speed;
-    if (!g->copies) return g->from_input ? s->speed : s->cross;
-    return s->sh->local[g->src] / k == s->sh->local[g->dst] / k ? s->speed : 1;
+    if (!g->eager) return g->from_input ? s->speed : s->cross;
+    if (s->sh->local[g->src] / k == s->sh->local[g->dst] / k) return s->speed;
+    return g->copies ? 1 : s->cross;
 }
 
 /* Reserves the message's resources from t; returns when it has moved its
