@@ -484,11 +484,15 @@ static void publish_input(hcomm_shm_op_t *op) {
     publish(op, SHM_ARRIVE);
 }
 
-/* Rank r's input to a one-shot round: its slot, or, a reduce's root's
- * own, its send buffer (publishes_block). */
+/* Rank r's input to a one-shot round: its slot; this rank's own, its
+ * send buffer. A load from its own slot would wait for the store there
+ * to complete, which waits for the peers spinning on that line to let it
+ * go (8 B AllReduce at 2 ranks: 0.24-0.26 us to 0.22-0.24). In place, a
+ * rank past the first two reads its slot: by its turn its buffer holds
+ * the sum so far. */
 static const char *oneshot_input(const hcomm_shm_op_t *op, int r,
                                  size_t bytes) {
-    if (r == op->shm->rank && !publishes_block(op))
+    if (r == op->shm->rank && (op->sendbuf != op->recvbuf || r < 2))
         return op->sendbuf + round_offset(op) * op->esize;
     return hcomm_shm_in(op->shm, r, op->seq, bytes);
 }
