@@ -590,8 +590,15 @@ static void slots_reduce_scatter(hcomm_shm_op_t *op) {
         if (r != shm->rank && in > HCOMM_SHM_LINE - HCOMM_SHM_ENTRY_DATA)
             hcomm_shm_prefetch(hcomm_shm_in(shm, r, op->seq, in) + mine,
                                n * op->esize);
-    op->reduce(dst, hcomm_shm_in(shm, 0, op->seq, in) + mine,
-               hcomm_shm_in(shm, 1, op->seq, in) + mine, n);
+    /* this rank's own piece from its send buffer, as oneshot_input's
+     * (in place too: the first two inputs are read before dst is written) */
+    const char *own = op->sendbuf + ((size_t)shm->rank * op->count +
+                                     round_offset(op)) * op->esize;
+    const char *src[2];
+    for (int r = 0; r < 2; r++)
+        src[r] = r == shm->rank ? own
+                                : hcomm_shm_in(shm, r, op->seq, in) + mine;
+    op->reduce(dst, src[0], src[1], n);
     for (int r = 2; r < shm->size; r++)
         op->reduce(dst, dst, hcomm_shm_in(shm, r, op->seq, in) + mine, n);
     if (op->scale) op->scale(dst, n, shm->size);
