@@ -579,44 +579,52 @@ static hcomm_status_t cma_reduce(hcomm_shm_op_t *op) {
     return HCOMM_SUCCESS;
 }
 
-/* Reduce-scatter from the slots: this rank's piece of the round from every
- * rank's slot, in rank order. */
-static void slots_reduce_scatter(hcomm_shm_op_t *op) {
+/* This rank's piece of the round, n elements at offset mine of every
+ * rank's slot, reduced in rank order into dst; its own from own, in its
+ * send buffer, as oneshot_input's (in place too: the first two inputs are
+ * read before dst is written). */
+static void reduce_piece(hcomm_shm_op_t *op, char *dst, const char *own,
+                         size_t mine, size_t n) {
     hcomm_shm_t *shm = op->shm;
-    size_t n = round_count(op), in = round_in_bytes(op);
-    size_t mine = (size_t)shm->rank * n * op->esize;
-    char *dst = op->recvbuf + round_offset(op) * op->esize;
-    for (int r = 0; r < shm->size; r++)
-        if (r != shm->rank && in > HCOMM_SHM_LINE - HCOMM_SHM_ENTRY_DATA)
-            hcomm_shm_prefetch(hcomm_shm_in(shm, r, op->seq, in) + mine,
-                               n * op->esize);
-    /* this rank's own piece from its send buffer, as oneshot_input's
-     * (in place too: the first two inputs are read before dst is written) */
-    const char *own = op->sendbuf + ((size_t)shm->rank * op->count +
-                                     round_offset(op)) * op->esize;
+    size_t in = round_in_bytes(op);
     const char *src[2];
     for (int r = 0; r < 2; r++)
-        src[r] = r == shm->rank ? own
-                                : hcomm_shm_in(shm, r, op->seq, in) + mine;
+        src[r] =
+            r == shm->rank ? own : hcomm_shm_in(shm, r, op->seq, in) + mine;
     op->reduce(dst, src[0], src[1], n);
     for (int r = 2; r < shm->size; r++)
         op->reduce(dst, dst, hcomm_shm_in(shm, r, op->seq, in) + mine, n);
     if (op->scale) op->scale(dst, n, shm->size);
 }
 
-/* reduce_scatterv: this rank's piece of the round from every rank's slot,
- * in rank order. */
+/* Reduce-scatter from the slots: this rank's piece of the round from every
+ * rank's slot. */
+static void slots_reduce_scatter(hcomm_shm_op_t *op) {
+    hcomm_shm_t *shm = op->shm;
+    size_t n = round_count(op), in = round_in_bytes(op);
+    size_t mine = (size_t)shm->rank * n * op->esize;
+    for (int r = 0; r < shm->size; r++)
+        if (r != shm->rank && in > HCOMM_SHM_LINE - HCOMM_SHM_ENTRY_DATA)
+            hcomm_shm_prefetch(hcomm_shm_in(shm, r, op->seq, in) + mine,
+                               n * op->esize);
+    reduce_piece(op, op->recvbuf + round_offset(op) * op->esize,
+                 op->sendbuf +
+                     ((size_t)shm->rank * op->count + round_offset(op)) *
+                         op->esize,
+                 mine, n);
+}
+
+/* reduce_scatterv: this rank's piece of the round from every rank's slot
+ * (its block starts after the blocks of the ranks before it). */
 static void slots_reduce_scatterv(hcomm_shm_op_t *op) {
     hcomm_shm_t *shm = op->shm;
-    size_t n = v_piece(op, shm->rank), in = round_in_bytes(op);
-    size_t mine = (size_t)shm->rank * round_count(op) * op->esize;
-    char *dst = op->recvbuf + round_offset(op) * op->esize;
+    size_t n = v_piece(op, shm->rank), before = 0;
     if (!n) return;
-    op->reduce(dst, hcomm_shm_in(shm, 0, op->seq, in) + mine,
-               hcomm_shm_in(shm, 1, op->seq, in) + mine, n);
-    for (int r = 2; r < shm->size; r++)
-        op->reduce(dst, dst, hcomm_shm_in(shm, r, op->seq, in) + mine, n);
-    if (op->scale) op->scale(dst, n, shm->size);
+    for (int r = 0; r < shm->rank; r++)
+        before += op->vcounts[r];
+    reduce_piece(op, op->recvbuf + round_offset(op) * op->esize,
+                 op->sendbuf + (before + round_offset(op)) * op->esize,
+                 (size_t)shm->rank * round_count(op) * op->esize, n);
 }
 
 /* CMA allreduce, second half: the other blocks from their owners' receive
