@@ -146,17 +146,15 @@ static void store_input(const vcase_t *k, int r, size_t gi, char *buf,
     ref_store(k->t, buf, j, (double)v, v);
 }
 
-/* Rank j's block of an allgatherv or reduce_scatterv: in allgatherv's
- * last pattern the last rank's is large (past the segment's 2 MiB in all
- * from 4-byte types: the direct reads at 2 ranks). A reduce_scatterv's
- * come from the pair (j, j + 1), not (j, j), whose counts are mostly 0:
- * its blocks then differ in size and start at different places, ranks 0
- * and 1 included. */
+/* Rank j's block of an allgatherv or reduce_scatterv: the count of the
+ * pair (j, j + 1), not (j, j), whose counts are mostly 0, so that blocks
+ * differ in size and start at different places, ranks 0 and 1 included.
+ * In allgatherv's last pattern the last rank's is large (past the
+ * segment's 2 MiB in all from 4-byte types: the direct reads at 2 ranks). */
 static size_t own_count(const vcase_t *k, int j) {
-    if (k->coll == 2) return pattern_count(k->pattern, j, (j + 1) % nranks);
     return k->coll == 0 && k->pattern == NPATTERNS - 1 && j == nranks - 1
                ? (1u << 19) + 3
-               : pattern_count(k->pattern, j, j);
+               : pattern_count(k->pattern, j, (j + 1) % nranks);
 }
 
 static void run_case(const vcase_t *k, hcomm_comm_t comm) {
