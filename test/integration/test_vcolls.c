@@ -5,10 +5,12 @@
  * zeros, ones, odd counts and large ones (an allgatherv past the shared
  * segment's 2 MiB), blocks placed out of rank order with gaps; results
  * compared bit for bit with reference.h, and the gaps must keep what they
- * held. Then bad arguments: refused with
+ * held; on the world, on a copy of it with 4 KiB slots (many rounds)
+ * and on a split communicator. Then bad arguments: refused with
  * a message, nothing sent. Built with HCOMM_TEST_ON_GPU
  * (test/gpu/test_cuda_vcolls), the same cases run on device copies of the
  * buffers; without a GPU that one skips (exit 77). */
+#include "core/config.h"
 #include "mpi_check.h"
 #include "reference.h"
 
@@ -147,14 +149,19 @@ static void store_input(const vcase_t *k, int r, size_t gi, char *buf,
 }
 
 /* Rank j's block of an allgatherv or reduce_scatterv: the count of the
- * pair (j, j + 1), not (j, j), whose counts are mostly 0, so that blocks
- * differ in size and start at different places, ranks 0 and 1 included.
- * In allgatherv's last pattern the last rank's is large (past the
- * segment's 2 MiB in all from 4-byte types: the direct reads at 2 ranks). */
+ * pair (j, j), which holds the 1031-element block, plus, but in the last
+ * pattern, that of (j, j + 1), so that no rank's block is always empty:
+ * blocks differ in size and start at different places, ranks 0 and 1
+ * included. In allgatherv's last pattern the last rank's is large (past
+ * the segment's 2 MiB in all from 4-byte types: the direct reads at 2
+ * ranks). */
 static size_t own_count(const vcase_t *k, int j) {
-    return k->coll == 0 && k->pattern == NPATTERNS - 1 && j == nranks - 1
-               ? (1u << 19) + 3
-               : pattern_count(k->pattern, j, (j + 1) % nranks);
+    if (k->coll == 0 && k->pattern == NPATTERNS - 1 && j == nranks - 1)
+        return (1u << 19) + 3;
+    size_t n = pattern_count(k->pattern, j, j);
+    if (nranks > 1 && k->pattern < NPATTERNS - 1)
+        n += pattern_count(k->pattern, j, (j + 1) % nranks);
+    return n;
 }
 
 static void run_case(const vcase_t *k, hcomm_comm_t comm) {
@@ -314,6 +321,26 @@ static void test_bad_input(hcomm_comm_t comm) {
     CHECK_OK(hcomm_barrier(comm)); /* still usable */
 }
 
+/* Every case on comm; few: a type of each size and two operations, for
+ * the other communicators (what they add, rounds and ranks, does not
+ * depend on the rest). */
+static void run_cases(hcomm_comm_t comm, int few) {
+    static const hcomm_dtype_t some[] = {HCOMM_INT8, HCOMM_FLOAT16, HCOMM_INT32,
+                                         HCOMM_FLOAT64};
+    static const hcomm_op_t two[] = {HCOMM_SUM, HCOMM_MAX};
+    int ntypes = few ? 4 : HCOMM_DTYPE_COUNT, nops = few ? 2 : HCOMM_OP_COUNT;
+    for (int coll = 0; coll < 3; coll++)
+        for (int ti = 0; ti < ntypes; ti++)
+            for (int oi = 0; oi < (coll == 2 ? nops : 1); oi++)
+                for (int p = 0; p < NPATTERNS; p++)
+                    for (int ip = 0; ip < 2; ip++) {
+                        hcomm_dtype_t t = few ? some[ti] : (hcomm_dtype_t)ti;
+                        hcomm_op_t op = few ? two[oi] : (hcomm_op_t)oi;
+                        vcase_t k = {coll, t, op, p, ip, (p + ip + ti) % 2};
+                        run_case(&k, comm);
+                    }
+}
+
 int main(int argc, char **argv) {
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -330,15 +357,29 @@ int main(int argc, char **argv) {
 #endif
     CHECK_OK(hcomm_init(&argc, &argv));
     CHECK_OK(hcomm_comm_create(MPI_COMM_WORLD, &world));
-    for (int coll = 0; coll < 3; coll++)
-        for (int t = 0; t < HCOMM_DTYPE_COUNT; t++)
-            for (int op = 0; op < (coll == 2 ? HCOMM_OP_COUNT : 1); op++)
-                for (int p = 0; p < NPATTERNS; p++)
-                    for (int ip = 0; ip < 2; ip++) {
-                        vcase_t k = {coll, (hcomm_dtype_t)t, (hcomm_op_t)op, p,
-                                     ip,   (p + ip + t) % 2};
-                        run_case(&k, world);
-                    }
+    run_cases(world, 0);
+    /* 4 KiB slots: many rounds (from 3 ranks, allgatherv's large block
+     * takes 128 of them in int8 and 256 in float16) */
+    CHECK_OK(hcomm_config_set("HCOMM_SHM_SLOT_SIZE", "4K"));
+    hcomm_comm_t small = HCOMM_COMM_NULL;
+    CHECK_OK(hcomm_comm_dup(world, &small));
+    CHECK_OK(hcomm_config_set("HCOMM_SHM_SLOT_SIZE", "256K"));
+    run_cases(small, 1);
+    CHECK_OK(hcomm_comm_free(&small));
+    /* a split communicator, its ranks in reverse order: the cases read
+     * rank and nranks, the communicator's while it runs */
+    MPI_Comm half_mpi;
+    MPI_Comm_split(MPI_COMM_WORLD, rank % 2, nranks - rank, &half_mpi);
+    hcomm_comm_t half = HCOMM_COMM_NULL;
+    CHECK_OK(hcomm_comm_create(half_mpi, &half));
+    int world_rank = rank, world_size = nranks;
+    MPI_Comm_rank(half_mpi, &rank);
+    MPI_Comm_size(half_mpi, &nranks);
+    run_cases(half, 1);
+    rank = world_rank;
+    nranks = world_size;
+    CHECK_OK(hcomm_comm_free(&half));
+    MPI_Comm_free(&half_mpi);
     test_bad_input(world);
     CHECK_OK(hcomm_comm_free(&world));
     CHECK_OK(hcomm_finalize());
