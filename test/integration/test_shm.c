@@ -95,7 +95,7 @@ static void check_allgather(hcomm_comm_t comm, const char *what, size_t n) {
 }
 
 static void check_allgather_bcast(hcomm_comm_t comm, const char *what) {
-    static const size_t counts[] = {1, 3, 57, 1000, 70001, 300007};
+    static const size_t counts[] = {1, 3, 57, 1000, 20011, 70001, 300007};
     for (size_t c = 0; c < sizeof(counts) / sizeof(counts[0]); c++) {
         size_t n = counts[c];
         unsigned char *mine = malloc(n);
@@ -415,11 +415,14 @@ int main(int argc, char **argv) {
         hcomm_barrier(world);
     }
     check_all(world, "world");
-    /* 4 KiB slots: a reduce of 160 KiB takes 40 rounds */
+    /* 4 KiB slots: a reduce of 160 KiB takes 40 rounds; an allgather of
+     * 20011 bytes a rank (below the sizes that read directly) 5 or more */
     CHECK_OK(hcomm_config_set("HCOMM_SHM_SLOT_SIZE", "4K"));
     hcomm_comm_t small = HCOMM_COMM_NULL;
     CHECK_OK(hcomm_comm_dup(world, &small));
     check_reduce(small, "4 KiB slots");
+    check_allgather_bcast(small, "4 KiB slots");
+    check_reduce_scatter(small, "4 KiB slots");
     CHECK_OK(hcomm_comm_free(&small));
     CHECK_OK(hcomm_config_set("HCOMM_SHM_SLOT_SIZE", "256K"));
     check_cma_pids(world);
