@@ -5,9 +5,9 @@
  * zeros, ones, odd counts and large ones (an allgatherv past the shared
  * segment's 2 MiB), blocks placed out of rank order with gaps; results
  * compared bit for bit with reference.h, and the gaps must keep what they
- * held; on the world, on a copy of it with 4 KiB slots (many rounds)
- * and on a split communicator. Then bad arguments: refused with
- * a message, nothing sent. Built with HCOMM_TEST_ON_GPU
+ * held; on the world, on copies of it with 4 KiB slots (many rounds)
+ * and with no segment (the plans), and on a split communicator. Then bad
+ * arguments: refused with a message, nothing sent. Built with HCOMM_TEST_ON_GPU
  * (test/gpu/test_cuda_vcolls), the same cases run on device copies of the
  * buffers; without a GPU that one skips (exit 77). */
 #include "core/config.h"
@@ -341,6 +341,17 @@ static void run_cases(hcomm_comm_t comm, int few) {
                     }
 }
 
+/* The cases (few) on a copy of comm whose segment has slots of slot
+ * bytes ("0": no segment). */
+static void run_on_copy(hcomm_comm_t comm, const char *slot) {
+    CHECK_OK(hcomm_config_set("HCOMM_SHM_SLOT_SIZE", slot));
+    hcomm_comm_t copy = HCOMM_COMM_NULL;
+    CHECK_OK(hcomm_comm_dup(comm, &copy));
+    CHECK_OK(hcomm_config_set("HCOMM_SHM_SLOT_SIZE", "256K"));
+    run_cases(copy, 1);
+    CHECK_OK(hcomm_comm_free(&copy));
+}
+
 int main(int argc, char **argv) {
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -360,12 +371,9 @@ int main(int argc, char **argv) {
     run_cases(world, 0);
     /* 4 KiB slots: many rounds (from 3 ranks, allgatherv's large block
      * takes 128 of them in int8 and 256 in float16) */
-    CHECK_OK(hcomm_config_set("HCOMM_SHM_SLOT_SIZE", "4K"));
-    hcomm_comm_t small = HCOMM_COMM_NULL;
-    CHECK_OK(hcomm_comm_dup(world, &small));
-    CHECK_OK(hcomm_config_set("HCOMM_SHM_SLOT_SIZE", "256K"));
-    run_cases(small, 1);
-    CHECK_OK(hcomm_comm_free(&small));
+    run_on_copy(world, "4K");
+    /* no segment: every case on the plans, as between nodes */
+    run_on_copy(world, "0");
     /* a split communicator, its ranks in reverse order: the cases read
      * rank and nranks, the communicator's while it runs */
     MPI_Comm half_mpi;
