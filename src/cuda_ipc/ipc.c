@@ -155,18 +155,16 @@ static int make_own(hcomm_ipc_t *ipc, int rank, ipc_card_t *card) {
     return e == cudaSuccess;
 }
 
-/* The most blocks a kernel may have (ipc_shape.h), from every rank's card
- * (at most HCOMM_IPC_MAX_RANKS of them: hcomm_ipc_applies). */
-static int resident_blocks(const ipc_card_t *all, int n) {
-    int sms[HCOMM_IPC_MAX_RANKS], gpu_of[HCOMM_IPC_MAX_RANKS];
+/* The ranks by GPU, from every rank's card (at most HCOMM_IPC_MAX_RANKS
+ * of them: hcomm_ipc_applies): gpu_of[p], the lowest rank whose GPU is
+ * rank p's. */
+static void group_by_gpu(const ipc_card_t *all, int n, int *gpu_of) {
     for (int p = 0; p < n; p++) {
-        sms[p] = all[p].sms;
         gpu_of[p] = p;
         for (int q = 0; q < p && gpu_of[p] == p; q++)
             if (memcmp(&all[q].gpu, &all[p].gpu, sizeof(all[p].gpu)) == 0)
                 gpu_of[p] = q;
     }
-    return hcomm_ipc_resident_blocks(n, sms, gpu_of);
 }
 
 int hcomm_ipc_ready(hcomm_comm_impl_t *c, struct hcomm_gpu_ctx *ctx) {
@@ -189,12 +187,15 @@ int hcomm_ipc_ready(hcomm_comm_impl_t *c, struct hcomm_gpu_ctx *ctx) {
     int ok = ipc && all;
     for (int p = 0; ok && p < c->size; p++)
         ok = all[p].ok;
-    if (ok) { /* the flags' scope (ipc_kernels.cu) */
-        ipc->resident_blocks = resident_blocks(all, c->size);
+    if (ok) { /* the blocks' cap (ipc_shape.h); the flags' scope */
+        int sms[HCOMM_IPC_MAX_RANKS], gpu_of[HCOMM_IPC_MAX_RANKS];
+        group_by_gpu(all, c->size, gpu_of);
         ipc->one_gpu = 1;
-        for (int p = 0; p < c->size; p++)
-            if (memcmp(&all[p].gpu, &mine.gpu, sizeof(mine.gpu)) != 0)
-                ipc->one_gpu = 0;
+        for (int p = 0; p < c->size; p++) {
+            sms[p] = all[p].sms;
+            if (gpu_of[p] != gpu_of[c->rank]) ipc->one_gpu = 0;
+        }
+        ipc->resident_blocks = hcomm_ipc_resident_blocks(c->size, sms, gpu_of);
         /* one GPU: nothing to detect, the path runs as it always has */
         if (!ipc->one_gpu) ok = peers_reachable(c, all);
     }
