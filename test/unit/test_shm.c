@@ -644,11 +644,15 @@ static void test_mismatch(void **state) {
  * (shm.h): every root, counts through the ring entries, the sub-slots,
  * the slots and many rounds, each call's bytes its own, so that a read of
  * a stale or a rewritten entry or sub-slot shows. Then a broadcast whose last
- * rank passes another count: every rank fails with HCOMM_ERR_MISMATCH within
- * HCOMM_SHM_LAG calls more, and the readers' buffers stay untouched. */
+ * rank passes another count, or (roots_differ) one where every rank names
+ * itself the root, so that no rank reads and only the later comparisons
+ * (the chains, shm.h) can tell: every rank fails with HCOMM_ERR_MISMATCH
+ * within HCOMM_SHM_LAG calls more, and the readers' buffers stay
+ * untouched. */
 #define AHEAD_CALLS 168
 typedef struct {
     rank_t *rk;
+    int roots_differ;
     int wrong, calls_failed;
     hcomm_status_t mismatch;
     int mismatch_calls;
@@ -716,17 +720,18 @@ static void *ahead_main(void *arg) {
         }
     }
     /* the mismatch */
-    size_t n = me == P - 1 ? 9 : 5;
+    size_t n = me == P - 1 && !a->roots_differ ? 9 : 5;
+    int root = a->roots_differ ? me : 0;
     memset(a->untouched, 0x5a, sizeof(a->untouched));
     a->mismatch = HCOMM_SUCCESS;
     for (a->mismatch_calls = 0;
          a->mismatch == HCOMM_SUCCESS && a->mismatch_calls <= HCOMM_SHM_LAG;
          a->mismatch_calls++) {
         hcomm_shm_op_t op;
-        if (me == 0) memset(a->untouched, 0x33, sizeof(a->untouched));
+        if (me == root) memset(a->untouched, 0x33, sizeof(a->untouched));
         a->mismatch = hcomm_shm_op_start(
             &op, rk->shm, HCOMM_SHM_ONESHOT, HCOMM_COLL_BCAST, a->untouched,
-            a->untouched, n, HCOMM_UINT8, HCOMM_SUM, 0);
+            a->untouched, n, HCOMM_UINT8, HCOMM_SUM, root);
         if (a->mismatch == HCOMM_SUCCESS) a->mismatch = drive(&op, NULL);
     }
     return NULL;
@@ -743,22 +748,26 @@ static int default_slot(void **state) {
 static void test_run_ahead(void **state) {
     (void)state;
     threads_slot = 8192; /* rounds in entries, sub-slots and slots */
-    for (int P = 2; P <= 5; P++) {
-        rank_t rk[MAXP];
-        ahead_rank_t a[MAXP];
-        for (int r = 0; r < P; r++)
-            a[r] = (ahead_rank_t){.rk = &rk[r]};
-        run_threads(P, rk, ahead_main, a, sizeof(a[0]));
-        for (int r = 0; r < P; r++) {
-            assert_int_equal(a[r].calls_failed, 0);
-            assert_int_equal(a[r].wrong, 0);
-            assert_int_equal(a[r].mismatch, HCOMM_ERR_MISMATCH);
-            assert_true(a[r].mismatch_calls <= HCOMM_SHM_LAG + 1);
-            /* a reader of another count copied nothing */
-            for (size_t i = 0; r == P - 1 && i < sizeof(a[r].untouched); i++)
-                assert_int_equal(a[r].untouched[i], 0x5a);
+    for (int P = 2; P <= 5; P++)
+        for (int roots_differ = 0; roots_differ < 2; roots_differ++) {
+            rank_t rk[MAXP];
+            ahead_rank_t a[MAXP];
+            for (int r = 0; r < P; r++)
+                a[r] =
+                    (ahead_rank_t){.rk = &rk[r], .roots_differ = roots_differ};
+            run_threads(P, rk, ahead_main, a, sizeof(a[0]));
+            for (int r = 0; r < P; r++) {
+                assert_int_equal(a[r].calls_failed, 0);
+                assert_int_equal(a[r].wrong, 0);
+                assert_int_equal(a[r].mismatch, HCOMM_ERR_MISMATCH);
+                assert_true(a[r].mismatch_calls <= HCOMM_SHM_LAG + 1);
+                /* a reader of another count copied nothing */
+                for (size_t i = 0;
+                     r == P - 1 && !roots_differ && i < sizeof(a[r].untouched);
+                     i++)
+                    assert_int_equal(a[r].untouched[i], 0x5a);
+            }
         }
-    }
 }
 
 /* alltoallv (shm.h, shm_alltoallv.c): int32 blocks whose counts take
