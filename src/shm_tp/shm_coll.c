@@ -76,72 +76,23 @@ static void publish(hcomm_shm_op_t *op, hcomm_shm_flag_t f) {
                           op->seq, memory_order_release);
 }
 
-/* A 64-bit mix with full avalanche (every input bit flips each output bit
- * with probability about 1/2): chains that differ anywhere differ
- * throughout. */
-static uint64_t mix64(uint64_t x) {
-    x ^= x >> 31;
-    x *= 0x7fb5d329728ea185ull;
-    x ^= x >> 27;
-    x *= 0x81dadef4bc2dd44dull;
-    return x ^ (x >> 33);
-}
-
-/* The chain (shm.h) after a call whose first round is seq. */
-static uint64_t chain_next(uint64_t chain, uint64_t seq, const uint64_t d[2]) {
-    return mix64(mix64(mix64(chain ^ seq) ^ d[0]) ^ d[1]);
-}
-
-/* Whether peer p's chain as of unchecked call i or a later one is this
- * rank's: then p made call i as this rank did (shm.h). */
-static int chain_agrees(hcomm_shm_t *shm, int p, int i) {
-    for (int j = shm->nunchecked - 1; j >= i; j--) {
-        const hcomm_shm_unchecked_t *u = &shm->unchecked[j];
-        if (atomic_load_explicit(hcomm_shm_chain(shm, p, u->seq),
-                                 memory_order_relaxed) != u->chain)
-            continue;
-        /* p arrived at u->seq, so it is done with the round before */
-        uint64_t *done =
-            &shm->known[(size_t)SHM_DONE * (size_t)shm->size + (size_t)p];
-        if (*done < u->seq - 1) *done = u->seq - 1;
-        return 1;
-    }
-    return 0;
-}
-
 /* Compares the descriptors of the unchecked rounds, oldest first, as far
  * as the peers have published them: HCOMM_ERR_IN_PROGRESS while some are
- * left, HCOMM_ERR_MISMATCH at a difference. A peer whose chain agrees
- * costs no read of its entry; nor does a reader's root, whose descriptor
- * it compared before reading. */
+ * left, HCOMM_ERR_MISMATCH at a difference. */
 static hcomm_status_t check_unchecked(hcomm_shm_op_t *op) {
     hcomm_shm_t *shm = op->shm;
-    int n = shm->nunchecked;
-    /* the peers' chain lines at once, not one miss after the other (the
-     * calls are consecutive: at most two lines a peer); not a reader's
-     * root's, which that root rewrites next call */
-    for (int p = 0; p < shm->size; p++)
-        if (p != shm->rank && p != shm->unchecked[n - 1].anchor) {
-            __builtin_prefetch(hcomm_shm_chain(shm, p, shm->unchecked[0].seq));
-            __builtin_prefetch(
-                hcomm_shm_chain(shm, p, shm->unchecked[n - 1].seq));
-        }
+    /* the peers' lines of every unchecked round at once, not one miss
+     * after the other */
+    for (int u = 0; u < shm->nunchecked; u++)
+        for (int p = 0; p < shm->size; p++)
+            if (p != shm->rank)
+                __builtin_prefetch(
+                    hcomm_shm_entry(shm, p, shm->unchecked[u].seq));
     while (shm->nunchecked) {
         const hcomm_shm_unchecked_t *u = &shm->unchecked[0];
-        for (int p = 0; p < shm->size; p++) {
-            if (p == shm->rank || p == u->anchor || chain_agrees(shm, p, 0))
-                continue;
-            if (!reached(op, p, SHM_ARRIVE, u->seq))
-                return HCOMM_ERR_IN_PROGRESS;
-            /* the chain is written before the arrival: read it again */
-            if (chain_agrees(shm, p, 0)) continue;
-            const uint64_t *d = hcomm_shm_desc(shm, p, u->seq);
-            if (d[0] == u->desc[0] && d[1] == u->desc[1]) continue;
-            /* named from every rank's descriptor (shm_check.c) */
-            if (!all_reached(op, SHM_ARRIVE, u->seq))
-                return HCOMM_ERR_IN_PROGRESS;
+        if (!all_reached(op, SHM_ARRIVE, u->seq)) return HCOMM_ERR_IN_PROGRESS;
+        if (hcomm_shm_desc_differs(shm, u->seq, u->desc))
             return hcomm_shm_desc_mismatch(shm, u->seq, 1);
-        }
         shm->nunchecked--;
         memmove(shm->unchecked, shm->unchecked + 1,
                 (size_t)shm->nunchecked * sizeof(*u));
@@ -527,13 +478,9 @@ static void publish_input(hcomm_shm_op_t *op) {
     }
     /* Last, right before the counter: peers spin on that line, and a
      * write to it long before the counter's would cost them a miss more. */
-    if (op->seq == op->first) {
-        shm->chain = chain_next(shm->chain, op->seq, op->desc);
-        atomic_store_explicit(hcomm_shm_chain(shm, shm->rank, op->seq),
-                              shm->chain, memory_order_relaxed);
+    if (op->seq == op->first)
         memcpy(hcomm_shm_desc(shm, shm->rank, op->seq), op->desc,
                sizeof(op->desc));
-    }
     publish(op, SHM_ARRIVE);
 }
 
@@ -1045,12 +992,6 @@ hcomm_status_t hcomm_shm_op_progress(hcomm_shm_op_t *op) {
                 hcomm_shm_unchecked_t *u = &shm->unchecked[shm->nunchecked++];
                 u->seq = op->seq;
                 memcpy(u->desc, op->desc, sizeof(u->desc));
-                u->chain = shm->chain;
-                /* a broadcast's or scatter's reader compared the root's */
-                u->anchor = op->coll == HCOMM_COLL_BCAST ||
-                                    op->coll == HCOMM_COLL_SCATTER
-                                ? op->root
-                                : -1;
             } else if (op->seq == op->first &&
                        (st = hcomm_shm_desc_check(op)) != HCOMM_SUCCESS) {
                 return op_end(op, st);

@@ -7,8 +7,8 @@
 #include <stdatomic.h>
 
 #define HCOMM_SHM_LINE 64
-/* Lines: reduced, done, info (two), the chain's ring (HCOMM_SHM_RING words). */
-#define HCOMM_SHM_COUNTERS (4 * HCOMM_SHM_LINE + HCOMM_SHM_RING * 8)
+/* Lines: reduced, done, info (two). */
+#define HCOMM_SHM_COUNTERS (4 * HCOMM_SHM_LINE)
 /* Every round's arrive counter sits in an entry of a ring indexed by the
  * round number, then, in a call's first round, the call's descriptor (two
  * words), then, when the round is small enough, its data: a peer's
@@ -16,7 +16,7 @@
  * HCOMM_SHM_RING small rounds ahead of its slowest peer, so it reads a
  * peer's done counter once per several rounds, not every round. Larger
  * rounds put their data in the slot of their parity. */
-#define HCOMM_SHM_RING 32
+#define HCOMM_SHM_RING 16
 #define HCOMM_SHM_ENTRY 512
 /* Rounds too large for their entry but at most this large (a scatter
  * root's blocks of 128 B at 8 ranks, say) go in a ring of as many
@@ -75,18 +75,6 @@ static inline _Atomic uint64_t *hcomm_shm_flag(const hcomm_shm_t *shm, int rank,
                                : hcomm_shm_area(shm, rank) +
                                      (size_t)(f - 1) * HCOMM_SHM_LINE;
     return (_Atomic uint64_t *)(void *)at;
-}
-
-/* Where rank leaves its chain (shm.h) as of the call whose first round is
- * seq: a ring of words indexed like the entries, eight to a line, so that
- * a peer reads one line for several calls. */
-_Static_assert(HCOMM_SHM_RING * sizeof(uint64_t) % HCOMM_SHM_LINE == 0,
-               "the chain's ring fills its lines");
-static inline _Atomic uint64_t *hcomm_shm_chain(const hcomm_shm_t *shm,
-                                                int rank, uint64_t seq) {
-    return (_Atomic uint64_t *)(void *)(hcomm_shm_area(shm, rank) +
-                                        4 * HCOMM_SHM_LINE) +
-           seq % HCOMM_SHM_RING;
 }
 
 static inline hcomm_shm_info_t *hcomm_shm_info(const hcomm_shm_t *shm,

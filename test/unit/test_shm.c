@@ -646,9 +646,8 @@ static void test_mismatch(void **state) {
  * a stale or a rewritten entry or sub-slot shows. Then a broadcast whose last
  * rank passes another count, or (roots_differ) one where every rank names
  * itself the root, so that no rank reads and only the later comparisons
- * (the chains, shm.h) can tell: every rank fails with HCOMM_ERR_MISMATCH
- * within HCOMM_SHM_LAG calls more, and the readers' buffers stay
- * untouched. */
+ * (shm.h) can tell: every rank fails with HCOMM_ERR_MISMATCH within
+ * HCOMM_SHM_LAG calls more, and the readers' buffers stay untouched. */
 #define AHEAD_CALLS 168
 typedef struct {
     rank_t *rk;
