@@ -11,12 +11,13 @@
 #define HCOMM_SHM_COUNTERS (4 * HCOMM_SHM_LINE)
 /* Every round's arrive counter sits in an entry of a ring indexed by the
  * round number, then, in a call's first round, the call's descriptor (two
- * words), then, when the round is small enough, its data: a peer's
- * descriptor and data then cost no second cache miss. A rank may run
- * HCOMM_SHM_RING small rounds ahead of its slowest peer, so it reads a
- * peer's done counter once per several rounds, not every round. Larger
- * rounds put their data in the slot of their parity. */
-#define HCOMM_SHM_RING 16
+ * words) and the rank's chain as of the call (shm.h), then, when the round
+ * is small enough, its data: a peer's descriptor, chain and data then cost
+ * no second cache miss. A rank may run HCOMM_SHM_RING small rounds ahead
+ * of its slowest peer, so it reads a peer's done counter once per several
+ * rounds, not every round. Larger rounds put their data in the slot of
+ * their parity. */
+#define HCOMM_SHM_RING 32
 #define HCOMM_SHM_ENTRY 512
 /* Rounds too large for their entry but at most this large (a scatter
  * root's blocks of 128 B at 8 ranks, say) go in a ring of as many
@@ -25,8 +26,9 @@
  * for its slowest reader (a small scatter's root at 8 and 16 ranks was
  * 0.7-0.8x MPI). Larger rounds take the slots. */
 #define HCOMM_SHM_SUB 4096
-#define HCOMM_SHM_ENTRY_DESC 8  /* offset of the descriptor in an entry */
-#define HCOMM_SHM_ENTRY_DATA 24 /* offset of the data */
+#define HCOMM_SHM_ENTRY_DESC 8   /* offset of the descriptor in an entry */
+#define HCOMM_SHM_ENTRY_CHAIN 24 /* of the chain */
+#define HCOMM_SHM_ENTRY_DATA 32  /* of the data */
 #define HCOMM_SHM_RING_DATA (HCOMM_SHM_ENTRY - HCOMM_SHM_ENTRY_DATA)
 #define HCOMM_SHM_HEADER (HCOMM_SHM_COUNTERS + HCOMM_SHM_RING * HCOMM_SHM_ENTRY)
 
@@ -113,6 +115,13 @@ static inline uint64_t *hcomm_shm_desc(const hcomm_shm_t *shm, int rank,
                                        uint64_t seq) {
     return (uint64_t *)(void *)(hcomm_shm_entry(shm, rank, seq) +
                                 HCOMM_SHM_ENTRY_DESC);
+}
+
+/* The chain (shm.h) rank wrote in the first round of the call at seq. */
+static inline _Atomic uint64_t *hcomm_shm_chain(const hcomm_shm_t *shm,
+                                                int rank, uint64_t seq) {
+    return (_Atomic uint64_t *)(void *)(hcomm_shm_entry(shm, rank, seq) +
+                                        HCOMM_SHM_ENTRY_CHAIN);
 }
 
 /* Result slot of round parity p. */
