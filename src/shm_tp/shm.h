@@ -40,7 +40,7 @@
  *
  * Those later comparisons read one line a peer, not a ring entry a call:
  * each rank folds every call's first round number and descriptor into a
- * 64-bit chain, which the call's ring entry carries after the descriptor.
+ * 64-bit chain, which the call's ring entry carries in its last word.
  * A peer whose entry of the newest unchecked call carries this rank's
  * chain has made the same calls up to it (a difference goes unseen only
  * where two 64-bit chains collide); any other peer's descriptors are
@@ -48,8 +48,8 @@
  * differs. A reader's root needs neither: the reader compared its
  * descriptor before reading. With the comparisons this cheap, senders may
  * hold HCOMM_SHM_LAG = 16 calls unchecked. (A ring of chains apart from
- * the entries, eight to a line, read more lines than it saved: their
- * owners rewrote them every call under their peers' reads, and a gather's
+ * the entries, eight to a line, cost more than it saved: their owners
+ * rewrote those lines every call under their peers' reads, and a gather's
  * 16 ranks took 1.3 us, not 0.85.)
  *
  * Calls on one communicator run their rounds in call order: a call starts

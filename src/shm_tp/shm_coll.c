@@ -109,11 +109,14 @@ static int chain_agrees(hcomm_shm_op_t *op, int p) {
  * compared its descriptor before reading. */
 static hcomm_status_t check_unchecked(hcomm_shm_op_t *op) {
     hcomm_shm_t *shm = op->shm;
-    /* the peers' entries of the newest call at once, not one miss after
-     * the other */
+    /* the peers' counters and chains of the newest call at once, not one
+     * miss after the other */
     uint64_t newest = shm->unchecked[shm->nunchecked - 1].seq;
     for (int p = 0; p < shm->size; p++)
-        if (p != shm->rank) __builtin_prefetch(hcomm_shm_entry(shm, p, newest));
+        if (p != shm->rank) {
+            __builtin_prefetch(hcomm_shm_entry(shm, p, newest));
+            __builtin_prefetch(hcomm_shm_chain(shm, p, newest));
+        }
     while (shm->nunchecked) {
         const hcomm_shm_unchecked_t *u = &shm->unchecked[0];
         for (int p = 0; p < shm->size; p++) {

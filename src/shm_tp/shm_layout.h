@@ -11,12 +11,15 @@
 #define HCOMM_SHM_COUNTERS (4 * HCOMM_SHM_LINE)
 /* Every round's arrive counter sits in an entry of a ring indexed by the
  * round number, then, in a call's first round, the call's descriptor (two
- * words) and the rank's chain as of the call (shm.h), then, when the round
- * is small enough, its data: a peer's descriptor, chain and data then cost
- * no second cache miss. A rank may run HCOMM_SHM_RING small rounds ahead
- * of its slowest peer, so it reads a peer's done counter once per several
- * rounds, not every round. Larger rounds put their data in the slot of
- * their parity. */
+ * words), then, when the round is small enough, its data: a peer's
+ * descriptor and data then cost no second cache miss. The entry's last
+ * word holds the rank's chain as of the call (shm.h), which only the late
+ * comparisons read: on the counter's line it would push 8 bytes of data
+ * to the next (an alltoallv record of 8-byte blocks at 2 ranks fills the
+ * counter's line and one more exactly). A rank may run HCOMM_SHM_RING
+ * small rounds ahead of its slowest peer, so it reads a peer's done
+ * counter once per several rounds, not every round. Larger rounds put
+ * their data in the slot of their parity. */
 #define HCOMM_SHM_RING 32
 #define HCOMM_SHM_ENTRY 512
 /* Rounds too large for their entry but at most this large (a scatter
@@ -26,10 +29,10 @@
  * for its slowest reader (a small scatter's root at 8 and 16 ranks was
  * 0.7-0.8x MPI). Larger rounds take the slots. */
 #define HCOMM_SHM_SUB 4096
-#define HCOMM_SHM_ENTRY_DESC 8   /* offset of the descriptor in an entry */
-#define HCOMM_SHM_ENTRY_CHAIN 24 /* of the chain */
-#define HCOMM_SHM_ENTRY_DATA 32  /* of the data */
-#define HCOMM_SHM_RING_DATA (HCOMM_SHM_ENTRY - HCOMM_SHM_ENTRY_DATA)
+#define HCOMM_SHM_ENTRY_DESC 8  /* offset of the descriptor in an entry */
+#define HCOMM_SHM_ENTRY_DATA 24 /* of the data */
+#define HCOMM_SHM_ENTRY_CHAIN (HCOMM_SHM_ENTRY - 8) /* of the chain */
+#define HCOMM_SHM_RING_DATA (HCOMM_SHM_ENTRY_CHAIN - HCOMM_SHM_ENTRY_DATA)
 #define HCOMM_SHM_HEADER (HCOMM_SHM_COUNTERS + HCOMM_SHM_RING * HCOMM_SHM_ENTRY)
 
 typedef struct {
