@@ -53,7 +53,7 @@ static void explain(const hcomm_shm_t *shm, uint64_t seq, char *out,
     int first = -1, more = 0;
     for (int r = 1; r < shm->size; r++) {
         const uint64_t *d = hcomm_shm_desc(shm, r, seq);
-        if (d[0] == ref[0] && d[1] == ref[1]) continue;
+        if (hcomm_shm_desc_equal(d, ref)) continue;
         if (first < 0)
             first = r;
         else

@@ -102,6 +102,12 @@ static int chain_agrees(hcomm_shm_op_t *op, int p) {
                                 memory_order_relaxed) == u->chain;
 }
 
+static int all_chains_agree(hcomm_shm_op_t *op) {
+    for (int p = 0; p < op->shm->size; p++)
+        if (p != op->shm->rank && !chain_agrees(op, p)) return 0;
+    return 1;
+}
+
 /* Compares the descriptors of the unchecked rounds, oldest first, as far
  * as the peers have published them: HCOMM_ERR_IN_PROGRESS while some are
  * left, HCOMM_ERR_MISMATCH at a difference. A peer whose chain agrees
@@ -117,6 +123,9 @@ static hcomm_status_t check_unchecked(hcomm_shm_op_t *op) {
             __builtin_prefetch(hcomm_shm_entry(shm, p, newest));
             __builtin_prefetch(hcomm_shm_chain(shm, p, newest));
         }
+    /* The usual case: every peer's chain agrees, which settles every
+     * unchecked call in one look a peer (not one a peer and call). */
+    if (all_chains_agree(op)) shm->nunchecked = 0;
     while (shm->nunchecked) {
         const hcomm_shm_unchecked_t *u = &shm->unchecked[0];
         for (int p = 0; p < shm->size; p++) {
@@ -124,8 +133,8 @@ static hcomm_status_t check_unchecked(hcomm_shm_op_t *op) {
                 continue;
             if (!reached(op, p, SHM_ARRIVE, u->seq))
                 return HCOMM_ERR_IN_PROGRESS;
-            const uint64_t *d = hcomm_shm_desc(shm, p, u->seq);
-            if (d[0] == u->desc[0] && d[1] == u->desc[1]) continue;
+            if (hcomm_shm_desc_equal(hcomm_shm_desc(shm, p, u->seq), u->desc))
+                continue;
             /* named from every rank's descriptor (shm_check.c) */
             if (!all_reached(op, SHM_ARRIVE, u->seq))
                 return HCOMM_ERR_IN_PROGRESS;
@@ -901,7 +910,7 @@ static int inputs_arrived(hcomm_shm_op_t *op) {
         (op->coll == HCOMM_COLL_BCAST || op->coll == HCOMM_COLL_SCATTER)) {
         if (!reached(op, op->root, SHM_ARRIVE, op->seq)) return 0;
         const uint64_t *d = hcomm_shm_desc(op->shm, op->root, op->seq);
-        if (d[0] != op->desc[0] || d[1] != op->desc[1]) op->lagged = 0;
+        if (!hcomm_shm_desc_equal(d, op->desc)) op->lagged = 0;
     }
     if (op->seq == op->first && !op->lagged)
         return all_reached(op, SHM_ARRIVE, op->seq);

@@ -127,6 +127,12 @@ static inline _Atomic uint64_t *hcomm_shm_chain(const hcomm_shm_t *shm,
                                         HCOMM_SHM_ENTRY_CHAIN);
 }
 
+/* Whether two descriptors (shm.h) are the same call's. */
+static inline int hcomm_shm_desc_equal(const uint64_t a[2],
+                                       const uint64_t b[2]) {
+    return a[0] == b[0] && a[1] == b[1];
+}
+
 /* Result slot of round parity p. */
 static inline char *hcomm_shm_res(const hcomm_shm_t *shm, int rank, int p) {
     return hcomm_shm_area(shm, rank) + HCOMM_SHM_HEADER + 2 * shm->slot_bytes +
