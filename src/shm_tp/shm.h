@@ -4,8 +4,8 @@
  * fast path).
  *
  * Segment: one area per rank, each holding counters on their own cache
- * lines, a ring of 32 small entries, two copies (by sequence parity) of
- * an input slot and a result slot, and a ring of 32 sub-slots of 4 KiB:
+ * lines, a ring of 16 small entries, two copies (by sequence parity) of
+ * an input slot and a result slot, and a ring of 16 sub-slots of 4 KiB:
  *   arrive  = s: the rank's data (or, for CMA, its buffer addresses) for
  *                round s is published (in round s's ring entry, followed by
  *                the data when it fits; else in round s's sub-slot when
@@ -14,7 +14,7 @@
  *   done    = s: it has finished reading everything of round s.
  * Rounds are numbered alike on every rank (each direct call takes as many
  * consecutive numbers as it has rounds), so a rank writes a ring entry
- * (or sub-slot) only once every peer's done >= s - 32 + HCOMM_SHM_LAG
+ * (or sub-slot) only once every peer's done >= s - 16 + HCOMM_SHM_LAG
  * (below), and the parity-s slots once every peer's done >= s - 2.
  *
  * Ranks that pass different arguments would count different rounds and
@@ -36,21 +36,11 @@
  * the descriptors are still there, a ring entry whose round has no slot
  * data waits HCOMM_SHM_LAG rounds more before it is reused. Ranks whose calls
  * differ still never touch memory past each other's buffers: the readers
- * compare before they read.
- *
- * Those later comparisons read one line a peer, not a ring entry a call:
- * each rank folds every call's first round number and descriptor into a
- * 64-bit chain, which the call's ring entry carries in its last word.
- * A peer whose entry of the newest unchecked call carries this rank's
- * chain has made the same calls up to it (a difference goes unseen only
- * where two 64-bit chains collide); any other peer's descriptors are
- * compared one by one, once it has arrived, which also names what
- * differs. A reader's root needs neither: the reader compared its
- * descriptor before reading. With the comparisons this cheap, senders may
- * hold HCOMM_SHM_LAG = 16 calls unchecked. (A ring of chains apart from
- * the entries, eight to a line, cost more than it saved: their owners
- * rewrote those lines every call under their peers' reads, and a gather's
- * 16 ranks took 1.3 us, not 0.85.)
+ * compare before they read. (Folding every call's descriptor into a chain
+ * that one read a peer compares, for more calls unchecked, cost more than
+ * it saved: on 16 cores a gather's or reduce's root at 8 and 16 ranks
+ * took 0.1-0.15 us more a call, whether the chains sat apart or in the
+ * ring entries, where the check reads a second line a peer.)
  *
  * Calls on one communicator run their rounds in call order: a call starts
  * once the previous direct call on the communicator has completed locally.
@@ -82,12 +72,10 @@ typedef struct {
 /* One-round calls whose peers' descriptors are not compared yet (shm.h):
  * at most this many per rank, so that a mismatch surfaces within as many
  * calls. */
-#define HCOMM_SHM_LAG 16
+#define HCOMM_SHM_LAG 4
 
 typedef struct {
     uint64_t seq, desc[2];
-    uint64_t chain; /* this rank's, as of the call */
-    int anchor;     /* the root, whose descriptor a reader compared; or -1 */
 } hcomm_shm_unchecked_t;
 
 typedef struct hcomm_shm {
@@ -100,7 +88,6 @@ typedef struct hcomm_shm {
     int owns_mapping;   /* munmap at destroy (not for attached views) */
     uint64_t next_seq;  /* first round number of the next call */
     uint64_t completed; /* last round number of the last call completed */
-    uint64_t chain;     /* digest of every call's descriptor so far (shm.h) */
     /* [flag * size + rank]: the highest value seen of each peer's flags,
      * so that a condition once met costs no cache miss again. */
     uint64_t *known;

@@ -76,70 +76,23 @@ static void publish(hcomm_shm_op_t *op, hcomm_shm_flag_t f) {
                           op->seq, memory_order_release);
 }
 
-/* A 64-bit mix with full avalanche (every input bit flips each output bit
- * with probability about 1/2): chains that differ anywhere differ
- * throughout. */
-static uint64_t mix64(uint64_t x) {
-    x ^= x >> 31;
-    x *= 0x7fb5d329728ea185ull;
-    x ^= x >> 27;
-    x *= 0x81dadef4bc2dd44dull;
-    return x ^ (x >> 33);
-}
-
-/* The chain (shm.h) after a call whose first round is seq. */
-static uint64_t chain_next(uint64_t chain, uint64_t seq, const uint64_t d[2]) {
-    return mix64(mix64(mix64(chain ^ seq) ^ d[0]) ^ d[1]);
-}
-
-/* Whether peer p made every unchecked call as this rank did: its entry of
- * the newest carries this rank's chain (shm.h). */
-static int chain_agrees(hcomm_shm_op_t *op, int p) {
-    const hcomm_shm_t *shm = op->shm;
-    const hcomm_shm_unchecked_t *u = &shm->unchecked[shm->nunchecked - 1];
-    return reached(op, p, SHM_ARRIVE, u->seq) &&
-           atomic_load_explicit(hcomm_shm_chain(shm, p, u->seq),
-                                memory_order_relaxed) == u->chain;
-}
-
-static int all_chains_agree(hcomm_shm_op_t *op) {
-    for (int p = 0; p < op->shm->size; p++)
-        if (p != op->shm->rank && !chain_agrees(op, p)) return 0;
-    return 1;
-}
-
 /* Compares the descriptors of the unchecked rounds, oldest first, as far
  * as the peers have published them: HCOMM_ERR_IN_PROGRESS while some are
- * left, HCOMM_ERR_MISMATCH at a difference. A peer whose chain agrees
- * costs one read for them all; a reader's root none, as the reader
- * compared its descriptor before reading. */
+ * left, HCOMM_ERR_MISMATCH at a difference. */
 static hcomm_status_t check_unchecked(hcomm_shm_op_t *op) {
     hcomm_shm_t *shm = op->shm;
-    /* the peers' counters and chains of the newest call at once, not one
-     * miss after the other */
-    uint64_t newest = shm->unchecked[shm->nunchecked - 1].seq;
-    for (int p = 0; p < shm->size; p++)
-        if (p != shm->rank) {
-            __builtin_prefetch(hcomm_shm_entry(shm, p, newest));
-            __builtin_prefetch(hcomm_shm_chain(shm, p, newest));
-        }
-    /* The usual case: every peer's chain agrees, which settles every
-     * unchecked call in one look a peer (not one a peer and call). */
-    if (all_chains_agree(op)) shm->nunchecked = 0;
+    /* the peers' lines of every unchecked round at once, not one miss
+     * after the other */
+    for (int u = 0; u < shm->nunchecked; u++)
+        for (int p = 0; p < shm->size; p++)
+            if (p != shm->rank)
+                __builtin_prefetch(
+                    hcomm_shm_entry(shm, p, shm->unchecked[u].seq));
     while (shm->nunchecked) {
         const hcomm_shm_unchecked_t *u = &shm->unchecked[0];
-        for (int p = 0; p < shm->size; p++) {
-            if (p == shm->rank || p == u->anchor || chain_agrees(op, p))
-                continue;
-            if (!reached(op, p, SHM_ARRIVE, u->seq))
-                return HCOMM_ERR_IN_PROGRESS;
-            if (hcomm_shm_desc_equal(hcomm_shm_desc(shm, p, u->seq), u->desc))
-                continue;
-            /* named from every rank's descriptor (shm_check.c) */
-            if (!all_reached(op, SHM_ARRIVE, u->seq))
-                return HCOMM_ERR_IN_PROGRESS;
+        if (!all_reached(op, SHM_ARRIVE, u->seq)) return HCOMM_ERR_IN_PROGRESS;
+        if (hcomm_shm_desc_differs(shm, u->seq, u->desc))
             return hcomm_shm_desc_mismatch(shm, u->seq, 1);
-        }
         shm->nunchecked--;
         memmove(shm->unchecked, shm->unchecked + 1,
                 (size_t)shm->nunchecked * sizeof(*u));
@@ -525,13 +478,9 @@ static void publish_input(hcomm_shm_op_t *op) {
     }
     /* Last, right before the counter: peers spin on that line, and a
      * write to it long before the counter's would cost them a miss more. */
-    if (op->seq == op->first) {
+    if (op->seq == op->first)
         memcpy(hcomm_shm_desc(shm, shm->rank, op->seq), op->desc,
                sizeof(op->desc));
-        shm->chain = chain_next(shm->chain, op->seq, op->desc);
-        atomic_store_explicit(hcomm_shm_chain(shm, shm->rank, op->seq),
-                              shm->chain, memory_order_relaxed);
-    }
     publish(op, SHM_ARRIVE);
 }
 
@@ -1043,12 +992,6 @@ hcomm_status_t hcomm_shm_op_progress(hcomm_shm_op_t *op) {
                 hcomm_shm_unchecked_t *u = &shm->unchecked[shm->nunchecked++];
                 u->seq = op->seq;
                 memcpy(u->desc, op->desc, sizeof(u->desc));
-                u->chain = shm->chain;
-                /* a broadcast's or scatter's reader compared the root's */
-                u->anchor = op->coll == HCOMM_COLL_BCAST ||
-                                    op->coll == HCOMM_COLL_SCATTER
-                                ? op->root
-                                : -1;
             } else if (op->seq == op->first &&
                        (st = hcomm_shm_desc_check(op)) != HCOMM_SUCCESS) {
                 return op_end(op, st);

@@ -12,15 +12,11 @@
 /* Every round's arrive counter sits in an entry of a ring indexed by the
  * round number, then, in a call's first round, the call's descriptor (two
  * words), then, when the round is small enough, its data: a peer's
- * descriptor and data then cost no second cache miss. The entry's last
- * word holds the rank's chain as of the call (shm.h), which only the late
- * comparisons read: on the counter's line it would push 8 bytes of data
- * to the next (an alltoallv record of 8-byte blocks at 2 ranks fills the
- * counter's line and one more exactly). A rank may run HCOMM_SHM_RING
- * small rounds ahead of its slowest peer, so it reads a peer's done
- * counter once per several rounds, not every round. Larger rounds put
- * their data in the slot of their parity. */
-#define HCOMM_SHM_RING 32
+ * descriptor and data then cost no second cache miss. A rank may run
+ * HCOMM_SHM_RING small rounds ahead of its slowest peer, so it reads a
+ * peer's done counter once per several rounds, not every round. Larger
+ * rounds put their data in the slot of their parity. */
+#define HCOMM_SHM_RING 16
 #define HCOMM_SHM_ENTRY 512
 /* Rounds too large for their entry but at most this large (a scatter
  * root's blocks of 128 B at 8 ranks, say) go in a ring of as many
@@ -30,9 +26,8 @@
  * 0.7-0.8x MPI). Larger rounds take the slots. */
 #define HCOMM_SHM_SUB 4096
 #define HCOMM_SHM_ENTRY_DESC 8  /* offset of the descriptor in an entry */
-#define HCOMM_SHM_ENTRY_DATA 24 /* of the data */
-#define HCOMM_SHM_ENTRY_CHAIN (HCOMM_SHM_ENTRY - 8) /* of the chain */
-#define HCOMM_SHM_RING_DATA (HCOMM_SHM_ENTRY_CHAIN - HCOMM_SHM_ENTRY_DATA)
+#define HCOMM_SHM_ENTRY_DATA 24 /* offset of the data */
+#define HCOMM_SHM_RING_DATA (HCOMM_SHM_ENTRY - HCOMM_SHM_ENTRY_DATA)
 #define HCOMM_SHM_HEADER (HCOMM_SHM_COUNTERS + HCOMM_SHM_RING * HCOMM_SHM_ENTRY)
 
 typedef struct {
@@ -118,13 +113,6 @@ static inline uint64_t *hcomm_shm_desc(const hcomm_shm_t *shm, int rank,
                                        uint64_t seq) {
     return (uint64_t *)(void *)(hcomm_shm_entry(shm, rank, seq) +
                                 HCOMM_SHM_ENTRY_DESC);
-}
-
-/* The chain (shm.h) rank wrote in the first round of the call at seq. */
-static inline _Atomic uint64_t *hcomm_shm_chain(const hcomm_shm_t *shm,
-                                                int rank, uint64_t seq) {
-    return (_Atomic uint64_t *)(void *)(hcomm_shm_entry(shm, rank, seq) +
-                                        HCOMM_SHM_ENTRY_CHAIN);
 }
 
 /* Whether two descriptors (shm.h) are the same call's. */
