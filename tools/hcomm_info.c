@@ -65,6 +65,15 @@ static void print_header(void) {
     printf("build: UCX %s, hwloc %s, jansson %s, CUDA %s\n", HAS_UCX, HAS_HWLOC,
            HAS_JANSSON, HAS_CUDA);
     printf("transports built: %s\n", TRANSPORTS);
+#ifdef HAVE_UCX
+    char ver[32];
+    const char *thresh = hcomm_ucx_rndv_thresh(ver, sizeof(ver));
+    printf("UCX %s: rendezvous threshold %s\n", ver,
+           thresh ? thresh
+           : getenv("UCX_RNDV_THRESH")
+               ? "UCX_RNDV_THRESH (the user's)"
+               : "UCX's own (HCOMM sets intra:64K from UCX 1.17)");
+#endif
     hcomm_gpu_init();
     printf("GPUs: %d (the CUDA driver's count; device buffers %s)\n",
            hcomm_gpu_device_count(),

@@ -8,19 +8,20 @@ Run from a build directory, as root (for the network namespaces):
 1. Figures: the CPU's reduce and copy bandwidth (hcomm_sim --measure-cpu);
    each link level's latency and bandwidth fitted so that the simulator
    reproduces hcomm_perf's 2-rank recursive-doubling allreduce (8 to 512 B:
-   latency; 2 and 16 MiB: bandwidth; 256 KiB, whose buffers fit in a
+   latency; 2, 4 and 16 MiB: bandwidth; 256 KiB, whose buffers fit in a
    core's L2: the cache's speedup, which the fit's rendezvous see reading
    the sender's unchanged input, and its copies between the fit's pair
-   (cache_ranks 2); 16 and 32 KiB: the rendezvous cost. Up
-   to --copy-bytes, by default 5028 (one eager fragment, where UCX's
-   eager protocol ends for HCOMM's sends), both CPUs copy each message
-   at the CPU's copy rate; past it, rendezvous. --copy-bytes 0: the model
-   without copies, as hcomm_sim_here.json and hcomm_sim_netns.json were
-   fitted (an eager bandwidth from 4 KiB, a rendezvous cost from 32 KiB);
-   above 5028: multi-fragment copies up to it, with a fixed start from
-   16 KiB and the level's copy rate from 32 KiB, as UCX's fast-completion
-   table has them to 262143): between two processes of this host (UCX
-   shared memory), and
+   (cache_ranks 2)); the protocols' figures as protocol() says which
+   protocols HCOMM's sends take: by default (HCOMM's own rendezvous
+   threshold) both CPUs copy a message up to 65535 B at the CPU's copy
+   rate, one past a fragment (8248 B) after a fixed start fitted from 16
+   and 32 KiB, and larger ones go by rendezvous; under UCX's own threshold
+   (UCX_RNDV_THRESH=auto, and records taken before HCOMM set it) the
+   copies end at 5028 B, and the rendezvous cost is fitted from 16 and
+   32 KiB. --copy-bytes N: copies up to N instead (0: the model without
+   copies, as hcomm_sim_here.json and hcomm_sim_netns.json were fitted: an
+   eager bandwidth from 4 KiB, a rendezvous cost from 32 KiB). Between two
+   processes of this host (UCX shared memory), and
    between two network-namespace hosts (UCX over TCP on a veth bridge, as
    test/multinode/netns.sh makes them; there UCX_TLS=tcp,self, so ranks of
    one namespace host talk TCP over loopback, which is fitted too).
@@ -64,11 +65,11 @@ HOSTS = [TAG + "n0", TAG + "n1", TAG + "n2"]
 ARGS = sys.argv[1:]
 MEASURE_ONLY = "--measure-only" in ARGS
 REPLAY = ARGS[ARGS.index("--replay") + 1] if "--replay" in ARGS else None
-# The largest message UCX moves by copies on both sides; larger ones go by
-# rendezvous. By default one eager fragment (5028 B, eager_bytes); 0: the
-# model without copies; above eager_bytes: multi-fragment copies (copies()).
+# The largest message UCX moves by copies on both sides (copy_bytes) and
+# the largest in one eager fragment (eager_bytes); larger ones go by
+# rendezvous. --copy-bytes N sets the first (0: the model without copies).
 COPY_BYTES = (int(ARGS[ARGS.index("--copy-bytes") + 1])
-              if "--copy-bytes" in ARGS else 5028)
+              if "--copy-bytes" in ARGS else None)
 # Where the fitted figures go: tools/, as this machine's, unless they come
 # from another machine's record (then the current directory).
 OUTDIR = os.environ.get("OUT", os.getcwd() if REPLAY else HERE)
@@ -91,6 +92,26 @@ def recorded(key, measure):
         json.dump(MEASURED, f, indent=1)
         f.write("\n")
     return MEASURED[key]
+
+
+def protocol():
+    """UCX's protocols for HCOMM's sends inside the node, as UCX_PROTO_INFO
+    showed them on the 16-core GPU host (UCX 1.22): with HCOMM's own
+    rendezvous threshold (ucx_tp.c, intra 64 KiB) eager short to 92 B,
+    eager copies in one fragment to 8248 B and in several to 65535 B, then
+    a rendezvous that reads the peer's memory (CMA); with UCX's own
+    ("auto", as a user's UCX_RNDV_THRESH=auto, and every record taken
+    before HCOMM set it) eager copies to 5028 B, then that rendezvous."""
+    thresh = recorded("rndv_thresh",
+                      lambda: os.environ.get("UCX_RNDV_THRESH", "hcomm")) \
+        if not REPLAY or "rndv_thresh" in MEASURED else "auto"
+    if COPY_BYTES is not None:
+        return min(COPY_BYTES or 5028, 8248), COPY_BYTES
+    if thresh == "hcomm":
+        return 8248, 65535
+    if thresh == "auto":
+        return 5028, 5028
+    sys.exit("UCX_RNDV_THRESH=%s: give the model's --copy-bytes" % thresh)
 
 
 def sh(*cmd, check=True):
@@ -205,7 +226,7 @@ def calibrate(model, level, measured, nodes, ppn, cache=False):
         lv["copy_GBps"], lv["copy_start_us"] = 0.0, 0.0
         lv["rendezvous_us"] = 0.0
     elif copy:
-        protocols, lv["copy_GBps"], lv["copy_start_us"] = copies, 1.0, 0.0
+        protocols, lv["copy_GBps"], lv["copy_start_us"] = copies, 0.0, 0.0
     else:
         protocols = eager_rendezvous
         lv["eager_bandwidth_GBps"], lv["rendezvous_us"] = 0.0, 0.0
@@ -219,8 +240,9 @@ def calibrate(model, level, measured, nodes, ppn, cache=False):
     for _ in range(3):  # each figure moves the others' fits a little
         lv["latency_us"] = fitted("latency_us", (8, 64, 512), 0.0, 1.0, False)
         protocols(model, lv, fitted, measured)
-        lv["bandwidth_GBps"] = fitted("bandwidth_GBps", (2 << 20, 16 << 20),
-                                      0.01, 200.0, True)
+        lv["bandwidth_GBps"] = fitted("bandwidth_GBps",
+                                      (2 << 20, 4 << 20, 16 << 20), 0.01,
+                                      200.0, True)
         if cache:
             model["cpu"]["cached_speedup"] = fitted(
                 "cached_speedup", (262144,), 0.2, 50.0, True, ("cpu",))
@@ -250,23 +272,17 @@ def written_lines(model, sizes):
 
 
 def copies(model, lv, fitted, measured):
-    """UCX's copy protocols: both CPUs copy a message up to copy_bytes,
-    at the level's copy rate; past one fragment (eager_bytes) by the
-    multi-fragment protocol, whose receiver pays a fixed start. Both from
-    the sizes past one fragment: the start from the smallest (16 KiB,
-    where it is the largest share), the rate from the others (32 KiB),
-    where the copies take most of the time; with one such size, the rate
-    alone. Smaller sizes are mostly the latency (and 4 KiB drifts 2 times
-    between runs); the rendezvous, past copy_bytes, has no size of its
-    own to fit a cost from (256 KiB fits the cache's speedup): its
-    handshake is one latency."""
-    sizes = sorted(z for z in measured
-                   if model["eager_bytes"] < z <= model["copy_bytes"])
-    if len(sizes) > 1:
-        lv["copy_start_us"] = fitted("copy_start_us", sizes[:1], 0.0, 1.0,
-                                     False)
-        sizes = sizes[1:]
-    lv["copy_GBps"] = fitted("copy_GBps", sizes, 0.01, 200.0, True)
+    """UCX's copy protocols past one fragment: up to copy_bytes, both CPUs
+    copy a message at the CPU's own copy rate (UCX copies each fragment
+    into and out of its shared memory: the level's copy_GBps stays 0), and
+    past one fragment (eager_bytes) the multi-fragment protocol's receiver
+    pays a fixed start, fitted from the sizes between (16 and 32 KiB).
+    The rendezvous, past copy_bytes, has no size of its own to fit a cost
+    from (256 KiB fits the cache's speedup): its handshake is one
+    latency."""
+    sizes = [z for z in measured
+             if model["eager_bytes"] < z <= model["copy_bytes"]]
+    lv["copy_start_us"] = fitted("copy_start_us", sizes, 0.0, 1.0, False)
 
 
 def copies_rendezvous(model, lv, fitted, measured):
@@ -385,16 +401,10 @@ def main():
                     "cache_bytes": l2, "cached_speedup": 1.0,
                     # the fit's copies are between its 2 ranks: the
                     # speedup holds for copies between such pairs only
-                    "cache_ranks": 2},
-            # UCX_PROTO_INFO on the 16-core GPU host, for HCOMM's sends
-            # (tag send from host memory, intra-node): eager short to 92
-            # B, eager copy-in copy-out (sysv) to 5028 B, rendezvous
-            # zero-copy read (cma) from 5029 B. hcomm_perf agrees: a
-            # 512 B sweep of 2-rank recursive doubling jumps from 4608
-            # to 5120 B (2.95-3.17 to 4.38-4.86 us)
-            "eager_bytes": 5028}
-    if COPY_BYTES:
-        base["copy_bytes"] = COPY_BYTES
+                    "cache_ranks": 2}}
+    base["eager_bytes"], copy = protocol()
+    if copy:
+        base["copy_bytes"] = copy
     base["chunk_bytes"] = 1 << 20
     rows = []
     sizes = [1024, 16384, 262144, 4 << 20]

@@ -64,13 +64,19 @@ static int mpi_active(void) {
  * form from 1.17 on; a user's UCX_RNDV_THRESH wins. */
 #define HCOMM_UCX_RNDV_THRESH "intra:64K,inter:auto"
 
-static void ucx_tune_config(ucp_config_t *cfg) {
+const char *hcomm_ucx_rndv_thresh(char *ver, size_t len) {
     unsigned major = 0, minor = 0, release = 0;
     ucp_get_version(&major, &minor, &release);
-    if (getenv("UCX_RNDV_THRESH") || (major == 1 && minor < 17)) return;
-    ucs_status_t us =
-        ucp_config_modify(cfg, "RNDV_THRESH", HCOMM_UCX_RNDV_THRESH);
-    hcomm_debug("ucx: RNDV_THRESH=%s %s", HCOMM_UCX_RNDV_THRESH,
+    if (ver) snprintf(ver, len, "%u.%u.%u", major, minor, release);
+    if (getenv("UCX_RNDV_THRESH") || (major == 1 && minor < 17)) return NULL;
+    return HCOMM_UCX_RNDV_THRESH;
+}
+
+static void ucx_tune_config(ucp_config_t *cfg) {
+    const char *thresh = hcomm_ucx_rndv_thresh(NULL, 0);
+    if (!thresh) return;
+    ucs_status_t us = ucp_config_modify(cfg, "RNDV_THRESH", thresh);
+    hcomm_debug("ucx: RNDV_THRESH=%s %s", thresh,
                 us == UCS_OK ? "set" : ucs_status_string(us));
 }
 

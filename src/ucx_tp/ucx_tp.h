@@ -50,6 +50,11 @@ hcomm_status_t hcomm_ucx_tp_create(MPI_Comm comm, uint16_t comm_id,
                                    const struct hcomm_topo *topo,
                                    hcomm_tp_t **out);
 
+/* The RNDV_THRESH that HCOMM's UCX context takes (ucx_tp.c), or NULL
+ * where UCX keeps its own (UCX before 1.17, or the user set
+ * UCX_RNDV_THRESH); with ver, also UCX's version. Needs no init. */
+const char *hcomm_ucx_rndv_thresh(char *ver, size_t len);
+
 /* Number of endpoints in the process-wide cache (for tests). */
 int hcomm_ucx_num_endpoints(void);
 
@@ -68,6 +73,10 @@ static inline hcomm_status_t hcomm_ucx_init(int thread_multiple) {
 static inline void hcomm_ucx_finalize(void) {}
 static inline int hcomm_ucx_available(void) {
     return 0;
+}
+static inline const char *hcomm_ucx_rndv_thresh(char *ver, size_t len) {
+    if (ver && len) ver[0] = 0;
+    return NULL;
 }
 static inline hcomm_status_t hcomm_ucx_tp_create(MPI_Comm comm,
                                                  uint16_t comm_id,

@@ -379,6 +379,28 @@ static void bench(hcomm_tp_t *tp, int mpi) {
         printf("bench: endpoint to self:\n%s", info);
 }
 
+/* HCOMM's rendezvous threshold (ucx_tp.c): taken from UCX 1.17 on, and
+ * never over a user's UCX_RNDV_THRESH. */
+static void rndv_thresh_test(void) {
+    char ver[32], *user = getenv("UCX_RNDV_THRESH");
+    unsigned major = 0, minor = 0;
+    const char *thresh = hcomm_ucx_rndv_thresh(ver, sizeof(ver));
+    CHECK(sscanf(ver, "%u.%u", &major, &minor) == 2, "UCX version '%s'", ver);
+    if (!user && (major > 1 || minor >= 17))
+        CHECK(thresh && strcmp(thresh, "intra:64K,inter:auto") == 0,
+              "UCX %s: threshold %s", ver, thresh ? thresh : "(UCX's own)");
+    else
+        CHECK(thresh == NULL, "UCX %s: threshold %s", ver, thresh);
+    char *saved = user ? strdup(user) : NULL;
+    setenv("UCX_RNDV_THRESH", "1k", 1);
+    CHECK(hcomm_ucx_rndv_thresh(NULL, 0) == NULL, "the user's threshold wins");
+    if (saved)
+        setenv("UCX_RNDV_THRESH", saved, 1);
+    else
+        unsetenv("UCX_RNDV_THRESH");
+    free(saved);
+}
+
 int main(int argc, char **argv) {
     int size, provided = 0, level, mt = getenv("HCOMM_TEST_MT") != NULL;
     hcomm_tp_t *tpw = NULL, *tps = NULL, *tpd = NULL, *tmp = NULL;
@@ -397,6 +419,7 @@ int main(int argc, char **argv) {
     if (getenv("HCOMM_TEST_MT") != NULL && !mt && g_rank == 0)
         fprintf(stderr, "MPI_THREAD_MULTIPLE not provided: serial test\n");
 
+    rndv_thresh_test();
     level = hcomm_log_level;
     hcomm_log_level = HCOMM_LOG_NONE; /* expected errors */
     CHECK(!hcomm_ucx_available() &&
