@@ -94,6 +94,16 @@ def recorded(key, measure):
     return MEASURED[key]
 
 
+def rndv_thresh():
+    """Which rendezvous threshold HCOMM's sends take here, as hcomm_info
+    says: "hcomm" (HCOMM's own), the user's UCX_RNDV_THRESH, or "auto"
+    (UCX's own: UCX before 1.17)."""
+    info = sh(os.path.join(BUILD, "tools", "hcomm_info"), check=False).stdout
+    if "rendezvous threshold intra:" in info:
+        return "hcomm"
+    return os.environ.get("UCX_RNDV_THRESH", "auto")
+
+
 def protocol():
     """UCX's protocols for HCOMM's sends inside the node, as UCX_PROTO_INFO
     showed them on the 16-core GPU host (UCX 1.22): with HCOMM's own
@@ -102,8 +112,7 @@ def protocol():
     a rendezvous that reads the peer's memory (CMA); with UCX's own
     ("auto", as a user's UCX_RNDV_THRESH=auto, and every record taken
     before HCOMM set it) eager copies to 5028 B, then that rendezvous."""
-    thresh = recorded("rndv_thresh",
-                      lambda: os.environ.get("UCX_RNDV_THRESH", "hcomm")) \
+    thresh = recorded("rndv_thresh", rndv_thresh) \
         if not REPLAY or "rndv_thresh" in MEASURED else "auto"
     if COPY_BYTES is not None:
         return min(COPY_BYTES or 5028, 8248), COPY_BYTES
