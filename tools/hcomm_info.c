@@ -68,11 +68,14 @@ static void print_header(void) {
 #ifdef HAVE_UCX
     char ver[32];
     const char *thresh = hcomm_ucx_rndv_thresh(ver, sizeof(ver));
-    printf("UCX %s: rendezvous threshold %s\n", ver,
+    const char *user = getenv("UCX_RNDV_THRESH");
+    printf("UCX %s: rendezvous threshold %s%s\n", ver,
            thresh ? thresh
-           : getenv("UCX_RNDV_THRESH")
-               ? "UCX_RNDV_THRESH (the user's)"
-               : "UCX's own (HCOMM sets intra:64K from UCX 1.17)");
+           : user ? user
+                  : "UCX's own",
+           thresh ? ""
+           : user ? " (UCX_RNDV_THRESH)"
+                  : " (HCOMM sets " HCOMM_UCX_RNDV_THRESH " from UCX 1.17)");
 #endif
     hcomm_gpu_init();
     printf("GPUs: %d (the CUDA driver's count; device buffers %s)\n",

@@ -98,10 +98,10 @@ def rndv_thresh():
     """Which rendezvous threshold HCOMM's sends take here, as hcomm_info
     says: "hcomm" (HCOMM's own), the user's UCX_RNDV_THRESH, or "auto"
     (UCX's own: UCX before 1.17)."""
+    if "UCX_RNDV_THRESH" in os.environ:
+        return os.environ["UCX_RNDV_THRESH"]
     info = sh(os.path.join(BUILD, "tools", "hcomm_info"), check=False).stdout
-    if "rendezvous threshold intra:" in info:
-        return "hcomm"
-    return os.environ.get("UCX_RNDV_THRESH", "auto")
+    return "hcomm" if "rendezvous threshold intra:" in info else "auto"
 
 
 def protocol():

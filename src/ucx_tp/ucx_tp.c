@@ -55,17 +55,6 @@ static int mpi_active(void) {
 
 /* ---- init / finalize -------------------------------------------------- */
 
-/* Inside a node UCX's eager protocol (copy in, copy out through its shared
- * memory) moves HCOMM's messages faster than its rendezvous (a handshake,
- * then the receiver reads the sender's memory) up to 64 KiB, while by
- * default UCX switches at one eager fragment, about 5 KiB: on 16 cores,
- * plans of 8-64 KiB at 3 to 16 ranks ran up to 2x faster with the
- * threshold at 64 KiB (README). The rendezvous still wins where it reads
- * the sender's input, unchanged since its last call (2-rank recursive
- * doubling). Between nodes UCX's own choice stays. UCX reads the
- * intra:/inter: form from 1.17 on; a user's UCX_RNDV_THRESH wins. */
-#define HCOMM_UCX_RNDV_THRESH "intra:64K,inter:auto"
-
 const char *hcomm_ucx_rndv_thresh(char *ver, size_t len) {
     unsigned major = 0, minor = 0, release = 0;
     ucp_get_version(&major, &minor, &release);

@@ -50,6 +50,17 @@ hcomm_status_t hcomm_ucx_tp_create(MPI_Comm comm, uint16_t comm_id,
                                    const struct hcomm_topo *topo,
                                    hcomm_tp_t **out);
 
+/* Inside a node UCX's eager protocol (copy in, copy out through its shared
+ * memory) moves HCOMM's messages faster than its rendezvous (a handshake,
+ * then the receiver reads the sender's memory) up to 64 KiB, while by
+ * default UCX switches at one eager fragment, about 5 KiB: on 16 cores,
+ * plans of 8-64 KiB at 3 to 16 ranks ran up to 2x faster with the
+ * threshold at 64 KiB (README). The rendezvous still wins where it reads
+ * the sender's input, unchanged since its last call (2-rank recursive
+ * doubling). Between nodes UCX's own choice stays. UCX reads the
+ * intra:/inter: form from 1.17 on; a user's UCX_RNDV_THRESH wins. */
+#define HCOMM_UCX_RNDV_THRESH "intra:64K,inter:auto"
+
 /* The RNDV_THRESH that HCOMM's UCX context takes (ucx_tp.c), or NULL
  * where UCX keeps its own (UCX before 1.17, or the user set
  * UCX_RNDV_THRESH); with ver, also UCX's version. Needs no init. */

@@ -387,7 +387,7 @@ static void rndv_thresh_test(void) {
     const char *thresh = hcomm_ucx_rndv_thresh(ver, sizeof(ver));
     CHECK(sscanf(ver, "%u.%u", &major, &minor) == 2, "UCX version '%s'", ver);
     if (!user && (major > 1 || minor >= 17))
-        CHECK(thresh && strcmp(thresh, "intra:64K,inter:auto") == 0,
+        CHECK(thresh && strcmp(thresh, HCOMM_UCX_RNDV_THRESH) == 0,
               "UCX %s: threshold %s", ver, thresh ? thresh : "(UCX's own)");
     else
         CHECK(thresh == NULL, "UCX %s: threshold %s", ver, thresh);
