@@ -6,11 +6,15 @@
  *            hcomm_shm_op_progress until done), no entry point;
  *   lookup   the communicator handle's lookup;
  *   select   the direct algorithm's choice (hcomm_shm_select);
+ *   driver   asking the CUDA driver what memory both buffers are, which
+ *            a call skips for heap and stack buffers such as these (0
+ *            where the process has no GPU or CUDA context);
  * and full - protocol - lookup - select: the argument checks, the request
  * and the flight recorder; the minimum trial too, which a loaded machine
  * disturbs least. HCOMM_SPIN_COUNT large makes the full call spin as the
  * protocol loop does. Usage: mpirun -np 2 hcomm_callpath [bytes]. */
 #include "core/comm.h"
+#include "core/gpu.h"
 #include "hcomm.h"
 #include "shm_tp/shm.h"
 
@@ -33,7 +37,7 @@ static int cmp(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
-typedef enum { FULL, PROTOCOL, LOOKUP, SELECT, NPARTS } part_t;
+typedef enum { FULL, PROTOCOL, LOOKUP, SELECT, DRIVER, NPARTS } part_t;
 
 static volatile int sink;
 
@@ -70,17 +74,24 @@ static double trial(part_t part, hcomm_comm_t comm, hcomm_comm_impl_t *c,
             sink += hcomm_comm_lookup(comm, &x) == HCOMM_SUCCESS;
             break;
         }
-        default:
+        case SELECT:
             sink += (int)hcomm_shm_select(c->shm, HCOMM_COLL_ALLREDUCE,
                                           n * sizeof(float));
             break;
+        default: {
+            int dev;
+            sink += (int)hcomm_gpu_memtype(in, &dev) +
+                    (int)hcomm_gpu_memtype(out, &dev);
+            break;
+        }
         }
     }
     return (now_s() - t0) / ITERS * 1e9;
 }
 
 int main(int argc, char **argv) {
-    static const char *names[NPARTS] = {"full", "protocol", "lookup", "select"};
+    static const char *names[NPARTS] = {"full", "protocol", "lookup", "select",
+                                        "driver"};
     int rank;
     hcomm_comm_t comm;
     hcomm_comm_impl_t *c;

@@ -91,6 +91,11 @@ static hcomm_status_t classify(const call_t *k, const hcomm_comm_impl_t *c,
         return HCOMM_SUCCESS;
     int us, ur, sd = -1, rd = -1;
     buffers_used(k, c, &us, &ur);
+    /* Heap and stack buffers are host memory: no question (pinned or not
+     * matters only beside GPU memory, which then asks of both). */
+    if ((!us || hcomm_gpu_surely_host(k->sendbuf)) &&
+        (!ur || hcomm_gpu_surely_host(k->recvbuf)))
+        return HCOMM_SUCCESS;
     hcomm_memtype_t st =
         us ? hcomm_gpu_memtype(k->sendbuf, &sd) : HCOMM_MEM_HOST;
     hcomm_memtype_t rt = HCOMM_MEM_HOST;

@@ -69,7 +69,9 @@ int hcmpi_layout_derived(const void *buf, size_t count, MPI_Datatype dtype,
     int device;
     /* The packing below runs on the CPU: a derived type on device memory
      * goes to MPI as it is (README, "Unmodified MPI programs"). */
-    if (hcomm_gpu_memtype(buf, &device) == HCOMM_MEM_DEVICE) return 0;
+    if (hcomm_gpu_present && !hcomm_gpu_surely_host(buf) &&
+        hcomm_gpu_memtype(buf, &device) == HCOMM_MEM_DEVICE)
+        return 0;
     out->buf = buf;
     out->count = count;
     out->dtype = dtype;

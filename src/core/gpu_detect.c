@@ -7,9 +7,13 @@
 #include "core/log.h"
 
 #include <dlfcn.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 enum {
     CU_ATTR_MEMORY_TYPE = 2,
@@ -25,6 +29,13 @@ enum {
 
 int hcomm_gpu_present;
 
+/* Where the heap starts (the kernel's start_brk); 0 when /proc does not
+ * say. */
+static uintptr_t heap_start;
+/* The calling thread's stack, [stack_lo, stack_hi): stack_hi is 0 until
+ * it is looked up, and both are UINTPTR_MAX where it cannot be. */
+static _Thread_local uintptr_t stack_lo, stack_hi;
+
 static struct {
     void *lib;
     int ndevices;
@@ -39,9 +50,51 @@ static void *sym(const char *name) {
     return dlsym(drv.lib, name);
 }
 
+/* Field 47 of /proc/self/stat, start_brk (Linux 3.5 on). Fields are
+ * counted from the command name's closing parenthesis, as the name may
+ * hold spaces. */
+static uintptr_t read_heap_start(void) {
+    char buf[4096];
+    FILE *f = fopen("/proc/self/stat", "r");
+    if (!f) return 0;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    char *p = strrchr(buf, ')');
+    for (int field = 2; p && field < 47; field++)
+        p = strchr(p + 1, ' ');
+    return p ? (uintptr_t)strtoull(p + 1, NULL, 10) : 0;
+}
+
+static void find_own_stack(void) {
+    pthread_attr_t a;
+    void *lo = NULL;
+    size_t size = 0;
+    stack_lo = stack_hi = UINTPTR_MAX;
+    if (pthread_getattr_np(pthread_self(), &a) != 0) return;
+    if (pthread_attr_getstack(&a, &lo, &size) == 0 && lo && size) {
+        stack_lo = (uintptr_t)lo;
+        stack_hi = (uintptr_t)lo + size;
+    }
+    pthread_attr_destroy(&a);
+}
+
+/* CUDA maps nothing inside the heap below the program break, nor inside
+ * a thread's stack, so a buffer there needs no driver question. The
+ * stack's live part runs from this frame to the stack's top, when this
+ * frame is on the thread's own stack (not a coroutine's elsewhere). */
+int hcomm_gpu_surely_host(const void *p) {
+    uintptr_t a = (uintptr_t)p;
+    if (heap_start && a >= heap_start && a < (uintptr_t)sbrk(0)) return 1;
+    if (!stack_hi) find_own_stack();
+    uintptr_t here = (uintptr_t)__builtin_frame_address(0);
+    return here >= stack_lo && here < stack_hi && a >= here && a < stack_hi;
+}
+
 void hcomm_gpu_init(void) {
     int (*init)(unsigned) = NULL, (*count)(int *) = NULL;
     hcomm_gpu_present = 0;
+    if (!heap_start) heap_start = read_heap_start();
     if (strcmp(hcomm_cfg_str(HCOMM_CFG_CUDA), "0") == 0 || drv.lib) return;
     drv.lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
     if (!drv.lib) {

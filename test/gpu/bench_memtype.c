@@ -1,6 +1,8 @@
 /* What finding a buffer's memory type costs per call (hcomm_gpu_memtype),
  * on host, pinned, device and managed memory, before and after the process
- * has a CUDA context. Printed, not asserted; exit 77 without a GPU. */
+ * has a CUDA context, and what the shortcut for heap and stack buffers
+ * (hcomm_gpu_surely_host) costs. Printed; exit 1 where either gets a type
+ * wrong (the shortcut claiming CUDA memory), 77 without a GPU. */
 #include "core/config.h"
 #include "core/gpu.h"
 
@@ -15,14 +17,28 @@ static double now(void) {
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+enum { N = 200000 };
+static int wrong;
+
 static void time_it(const char *what, const void *p, hcomm_memtype_t want) {
-    enum { N = 200000 };
     int dev, bad = 0;
     double t0 = now();
     for (int i = 0; i < N; i++)
         bad += hcomm_gpu_memtype(p, &dev) != want;
     printf("memtype %-26s %7.1f ns per call%s\n", what, (now() - t0) / N * 1e9,
            bad ? "  WRONG TYPE" : "");
+    wrong += bad != 0;
+}
+
+static void time_shortcut(const char *what, const void *p, int want) {
+    int bad = 0;
+    double t0 = now();
+    for (int i = 0; i < N; i++)
+        bad += hcomm_gpu_surely_host(p) != want;
+    printf("surely_host %-22s %7.1f ns per call (%s)%s\n", what,
+           (now() - t0) / N * 1e9, want ? "host" : "asks the driver",
+           bad ? "  WRONG" : "");
+    wrong += bad != 0;
 }
 
 int main(void) {
@@ -42,5 +58,14 @@ int main(void) {
     time_it("pinned host", p, HCOMM_MEM_PINNED);
     time_it("device", (char *)d + 64, HCOMM_MEM_DEVICE);
     time_it("managed", m, HCOMM_MEM_MANAGED);
-    return 0;
+    char stack[64] = {0};
+    char *heap = malloc(64);
+    time_shortcut("heap", heap, 1);
+    time_shortcut("stack", stack, 1);
+    time_shortcut("static", host, 0);
+    time_shortcut("pinned host", p, 0);
+    time_shortcut("device", d, 0);
+    time_shortcut("managed", m, 0);
+    free(heap);
+    return wrong ? 1 : 0;
 }

@@ -264,7 +264,7 @@ if has perf; then
         wait
     done
     mps_off
-    grep -vE "^\\$|^\(exit" "$out/perf.log" | grep -E "^ +[0-9]|^#|memtype|Final" | head -200
+    grep -vE "^\\$|^\(exit" "$out/perf.log" | grep -E "^ +[0-9]|^#|memtype|surely_host|Final" | head -200
 fi
 if has ipcperf; then
     note "CUDA IPC benchmarks: one-shot against two-shot, auto, the UCX path"

@@ -1,0 +1,140 @@
+/* hcomm_gpu_surely_host: which buffers a call may take for host memory
+ * without asking the CUDA driver. It must never say so of memory CUDA
+ * could have mapped (anything outside the heap and the calling thread's
+ * own stack); where it says nothing, the driver is asked. */
+#include "core/config.h"
+#include "core/gpu.h"
+
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <ucontext.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+static int setup(void **state) {
+    (void)state;
+    if (hcomm_config_load() != HCOMM_SUCCESS) return -1;
+    hcomm_gpu_init(); /* reads where the heap starts, GPU or not */
+    return 0;
+}
+
+static void test_heap(void **state) {
+    (void)state;
+    char *small = malloc(64); /* from the heap, below the break */
+    assert_non_null(small);
+    assert_true(hcomm_gpu_surely_host(small));
+    assert_true(hcomm_gpu_surely_host(small + 63));
+    /* At and past the break nothing is known. */
+    assert_false(hcomm_gpu_surely_host(sbrk(0)));
+    assert_false(hcomm_gpu_surely_host((char *)sbrk(0) + 4096));
+    free(small);
+}
+
+static void test_mappings(void **state) {
+    (void)state;
+    /* Mapped memory is where CUDA's allocations lie: always asked. */
+    size_t big = 64u << 20; /* malloc maps this size on its own */
+    char *m = malloc(big);
+    assert_non_null(m);
+    assert_false(hcomm_gpu_surely_host(m));
+    assert_false(hcomm_gpu_surely_host(m + big - 1));
+    free(m);
+    void *page = mmap(NULL, 4096, PROT_READ | PROT_WRITE,
+                      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    assert_true(page != MAP_FAILED);
+    assert_false(hcomm_gpu_surely_host(page));
+    munmap(page, 4096);
+    assert_false(hcomm_gpu_surely_host(NULL));
+}
+
+static void test_own_stack(void **state) {
+    (void)state;
+    volatile char local[256];
+    local[0] = 1;
+    assert_true(hcomm_gpu_surely_host((const char *)local));
+    assert_true(hcomm_gpu_surely_host((const char *)local + 255));
+}
+
+/* Another thread's stack is a mapping of its own to this thread. */
+static pthread_barrier_t posted, checked;
+static const char *other_local;
+static int other_says;
+
+static void *other_thread(void *arg) {
+    (void)arg;
+    volatile char local[64];
+    local[0] = 1;
+    other_local = (const char *)local;
+    other_says = hcomm_gpu_surely_host(other_local);
+    pthread_barrier_wait(&posted);
+    pthread_barrier_wait(&checked); /* keeps the frame alive till then */
+    return NULL;
+}
+
+static void test_other_stack(void **state) {
+    (void)state;
+    pthread_t t;
+    pthread_barrier_init(&posted, NULL, 2);
+    pthread_barrier_init(&checked, NULL, 2);
+    assert_int_equal(pthread_create(&t, NULL, other_thread, NULL), 0);
+    pthread_barrier_wait(&posted);
+    int here_says = hcomm_gpu_surely_host(other_local);
+    pthread_barrier_wait(&checked);
+    pthread_join(t, NULL);
+    pthread_barrier_destroy(&posted);
+    pthread_barrier_destroy(&checked);
+    assert_true(other_says); /* its own stack, to that thread */
+    assert_false(here_says);
+}
+
+/* Code on a stack of its own (a coroutine's, mapped): neither that stack
+ * nor the thread's own, above it in the address space or not, counts. */
+static ucontext_t main_ctx, co_ctx;
+static const char *thread_local_buf;
+static int co_own, co_thread;
+
+static void coroutine(void) {
+    volatile char local[64];
+    local[0] = 1;
+    co_own = hcomm_gpu_surely_host((const char *)local);
+    co_thread = hcomm_gpu_surely_host(thread_local_buf);
+}
+
+static void test_coroutine_stack(void **state) {
+    (void)state;
+    volatile char local[64];
+    local[0] = 1;
+    thread_local_buf = (const char *)local;
+    size_t size = 256 << 10;
+    void *stack = mmap(NULL, size, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    assert_true(stack != MAP_FAILED);
+    co_own = co_thread = -1;
+    assert_int_equal(getcontext(&co_ctx), 0);
+    co_ctx.uc_stack.ss_sp = stack;
+    co_ctx.uc_stack.ss_size = size;
+    co_ctx.uc_link = &main_ctx;
+    makecontext(&co_ctx, coroutine, 0);
+    assert_int_equal(swapcontext(&main_ctx, &co_ctx), 0);
+    munmap(stack, size);
+    assert_int_equal(co_own, 0);
+    assert_int_equal(co_thread, 0);
+    assert_true(hcomm_gpu_surely_host(thread_local_buf)); /* back home */
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_heap),
+        cmocka_unit_test(test_mappings),
+        cmocka_unit_test(test_own_stack),
+        cmocka_unit_test(test_other_stack),
+        cmocka_unit_test(test_coroutine_stack),
+    };
+    return cmocka_run_group_tests(tests, setup, NULL);
+}
