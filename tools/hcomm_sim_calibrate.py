@@ -2,8 +2,9 @@
 """Calibrates hcomm_sim on this machine and checks it against hcomm_perf.
 
 Run from a build directory, as root (for the network namespaces):
-    python3 ../tools/hcomm_sim_calibrate.py [--quick] [--no-netns]
-        [--copy-bytes N] [--measure-only | --replay hcomm_sim_measured.json]
+    python3 ../tools/hcomm_sim_calibrate.py [--quick] [--no-netns |
+        --fake-hosts] [--copy-bytes N]
+        [--measure-only | --replay hcomm_sim_measured.json]
 
 1. Figures: the CPU's reduce and copy bandwidth (hcomm_sim --measure-cpu);
    each link level's latency and bandwidth fitted so that the simulator
@@ -25,8 +26,14 @@ Run from a build directory, as root (for the network namespaces):
    between two network-namespace hosts (UCX over TCP on a veth bridge, as
    test/multinode/netns.sh makes them; there UCX_TLS=tcp,self, so ranks of
    one namespace host talk TCP over loopback, which is fitted too).
+   --fake-hosts: no namespaces; the hosts are groups of this host's ranks
+   (HCOMM_OVERRIDE_TOPO), all of them talking UCX over TCP on loopback
+   (UCX_TLS=tcp,self) as between namespace hosts, each rank on a core of
+   its own: where namespaces cannot be made, or the cores are too few to
+   run 5 ranks without sharing them.
 2. Writes the figures to tools/hcomm_sim_here.json (one host) and
-   tools/hcomm_sim_netns.json (namespace hosts).
+   tools/hcomm_sim_netns.json (namespace hosts; hcomm_sim_fakehosts.json
+   with --fake-hosts).
 3. Compares predictions with hcomm_perf (median trial of the slowest rank,
    fastest of HCOMM_CALIB_REPS runs, 5 by default)
    for 2 to 8 ranks on this host (a core each, bound, where it has the
@@ -53,7 +60,8 @@ SIM = os.path.join(BUILD, "tools", "hcomm_sim")
 PERF = os.path.join(BUILD, "perf", "hcomm_perf")
 AGENT = os.path.join(HERE, "..", "test", "multinode", "netns_agent.sh")
 QUICK = "--quick" in sys.argv
-NETNS = "--no-netns" not in sys.argv
+FAKE_HOSTS = "--fake-hosts" in sys.argv
+NETNS = "--no-netns" not in sys.argv and not FAKE_HOSTS
 REPS = int(os.environ.get("HCOMM_CALIB_REPS", "1" if QUICK else "5"))
 ENV = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1",
            OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1", HCOMM_TIMEOUT="120")
@@ -134,7 +142,8 @@ def perf(ranks, coll, algo, lo, hi, factor, hosts=None, reps=None):
     misses them or loses whole scheduler quanta (bimodal: the median of
     runs lands on either mode)."""
     # the namespaces' names change from run to run; their shape does not
-    where = hosts.replace(TAG, "ns") if hosts else "one host"
+    where = (hosts.replace(TAG, "fake" if FAKE_HOSTS else "ns")
+             if hosts else "one host")
     key = "perf %d %s %s %d-%d*%d on %s" % (ranks, coll, algo, lo, hi, factor,
                                            where)
     got = recorded(key, lambda: measure_perf(ranks, coll, algo, lo, hi,
@@ -148,11 +157,18 @@ def measure_perf(ranks, coll, algo, lo, hi, factor, hosts, reps):
     # same cores from run to run (unbound, the 16-core host's record had
     # a 3-rank ring at 16 KiB slower than a 4-rank one); past the cores
     # (here), unbound, as binding refuses them.
-    bound = not hosts and ranks <= (os.cpu_count() or 1)
+    bound = (not hosts or FAKE_HOSTS) and ranks <= (os.cpu_count() or 1)
     cmd = ["mpirun", "-np", str(ranks)]
     cmd += (["--bind-to", "core", "--map-by", "core"] if bound
             else ["--bind-to", "none"])
-    if hosts:
+    if hosts and FAKE_HOSTS:
+        env["HCOMM_OVERRIDE_TOPO"] = fake_topo(hosts)
+        env["UCX_TLS"] = "tcp,self"
+        env["UCX_NET_DEVICES"] = os.environ.get("HCOMM_CALIB_NET_DEV", "lo")
+        cmd += ["-x", "HCOMM_OVERRIDE_TOPO", "-x", "UCX_TLS", "-x",
+                "UCX_NET_DEVICES", "-x", "HCOMM_ALGO", "-x", "HCOMM_TIMEOUT",
+                "--oversubscribe"]
+    elif hosts:
         cmd += ["--host", hosts, "--mca", "plm_rsh_agent", AGENT,
                 "--mca", "oob_tcp_if_include", NET + ".0/24",
                 "--mca", "btl_tcp_if_include", NET + ".0/24",
@@ -179,6 +195,21 @@ def measure_perf(ranks, coll, algo, lo, hi, factor, hosts, reps):
           (coll, algo, hosts or "%d ranks" % ranks,
            {z: sorted(t) for z, t in runs.items()}), file=sys.stderr)
     return {size: min(t) for size, t in runs.items()}
+
+
+def fake_topo(hosts):
+    """HCOMM_OVERRIDE_TOPO's file for hosts ("name:ranks,..."): the ranks
+    in order, each host's in a node of that name."""
+    nodes, rank = [], 0
+    for h in hosts.split(","):
+        name, n = h.split(":")
+        nodes.append({"name": name, "ranks": list(range(rank, rank + int(n)))})
+        rank += int(n)
+    path = os.path.join(tempfile.gettempdir(), "%s_%s.json" %
+                        (TAG, hosts.replace(":", "_").replace(",", "-")))
+    with open(path, "w") as f:
+        json.dump({"nodes": nodes}, f)
+    return path
 
 
 def simulate(model, coll, algo, size, nodes=None, ppn=None, topo=None):
@@ -219,12 +250,13 @@ def fit(model, path, target, nodes, ppn, size, lo, hi, log):
     return where[path[-1]]
 
 
-def calibrate(model, level, measured, nodes, ppn, cache=False):
+def calibrate(model, level, measured, nodes, ppn, cache=False, tcp=False):
     """Each figure from the sizes it decides, as the median of the figures
     that reproduce each size alone: the latency from 8 to 512 B; the
     bandwidth from the sizes whose buffers overflow the cache; (cache) the
     speedup of 256 KiB, which fits in it; and the protocols' figures
-    (copies_rendezvous(), copies() or eager_rendezvous())."""
+    (copies_rendezvous(), copies() or eager_rendezvous(); socket_copies()
+    for a level of UCX over TCP)."""
     if MEASURE_ONLY:
         return
     lv = model["levels"][level]
@@ -235,7 +267,8 @@ def calibrate(model, level, measured, nodes, ppn, cache=False):
         lv["copy_GBps"], lv["copy_start_us"] = 0.0, 0.0
         lv["rendezvous_us"] = 0.0
     elif copy:
-        protocols, lv["copy_GBps"], lv["copy_start_us"] = copies, 0.0, 0.0
+        protocols = socket_copies if tcp else copies
+        lv["copy_GBps"], lv["copy_start_us"] = 0.0, 0.0
     else:
         protocols = eager_rendezvous
         lv["eager_bandwidth_GBps"], lv["rendezvous_us"] = 0.0, 0.0
@@ -280,6 +313,12 @@ def written_lines(model, sizes):
                                         four[z], 1, 4, z, 0.02, 1.0, True)
 
 
+def several_fragments(model, measured):
+    """The measured sizes that UCX copies in several fragments."""
+    return [z for z in measured
+            if model["eager_bytes"] < z <= model["copy_bytes"]]
+
+
 def copies(model, lv, fitted, measured):
     """UCX's copy protocols past one fragment: up to copy_bytes, both CPUs
     copy a message at the CPU's own copy rate (UCX copies each fragment
@@ -289,9 +328,18 @@ def copies(model, lv, fitted, measured):
     The rendezvous, past copy_bytes, has no size of its own to fit a cost
     from (256 KiB fits the cache's speedup): its handshake is one
     latency."""
-    sizes = [z for z in measured
-             if model["eager_bytes"] < z <= model["copy_bytes"]]
-    lv["copy_start_us"] = fitted("copy_start_us", sizes, 0.0, 1.0, False)
+    lv["copy_start_us"] = fitted("copy_start_us",
+                                 several_fragments(model, measured), 0.0,
+                                 1.0, False)
+
+
+def socket_copies(model, lv, fitted, measured):
+    """Over TCP UCX's copies go through the sockets: each side copies a
+    message at the rate the connection takes it, one figure for the level
+    (copy_GBps) fitted from the sizes past one fragment, with no start of
+    its own."""
+    lv["copy_GBps"] = fitted("copy_GBps", several_fragments(model, measured),
+                             0.01, 200.0, True)
 
 
 def copies_rendezvous(model, lv, fitted, measured):
@@ -386,16 +434,16 @@ def l2_bytes():
         return 1 << 20
 
 
-def two_ranks(sizes):
-    """Every 2-rank recursive doubling of this host: the sweep, and the
-    sizes that only the comparison's own run has (16 KiB, past one
-    fragment: with 32 KiB it decides the rendezvous cost, or with
-    --copy-bytes above a fragment the multi-fragment start); where both
-    have a size, the sweep's, which the figures have always been fitted
-    from."""
+def two_ranks(sizes, hosts=None):
+    """Every 2-rank recursive doubling of this host (or of hosts): the
+    sweep, and the sizes that only the comparison's sizes have (16 KiB,
+    past one fragment: with 32 KiB it decides the rendezvous cost, the
+    multi-fragment start or the sockets' copy rate); where both have a
+    size, the sweep's, which the figures have always been fitted from."""
     table = perf(2, "allreduce", "recursive_doubling", sizes[0], sizes[-1],
-                 sizes[1] // sizes[0])
-    table.update(perf(2, "allreduce", "recursive_doubling", 8, 16 << 20, 8))
+                 sizes[1] // sizes[0], hosts)
+    table.update(
+        perf(2, "allreduce", "recursive_doubling", 8, 16 << 20, 8, hosts))
     return table
 
 
@@ -426,7 +474,7 @@ def main():
         compare(rows, here, "1 host x %d" % n, n, "allreduce",
                 ["ring", "recursive_doubling", "rabenseifner"], sizes,
                 nodes=1, ppn=n)
-    # --- namespace hosts: UCX over TCP -------------------------------------
+    # --- namespace (or fake) hosts: UCX over TCP ---------------------------
     try:
         if NETNS and not REPLAY:
             netns_up()
@@ -436,21 +484,21 @@ def main():
         netns_down()
         NETNS_OK = False
     else:
-        NETNS_OK = NETNS and (not REPLAY or
-                              any(" on nsn" in k for k in MEASURED))
+        mark = " on faken" if FAKE_HOSTS else " on nsn"
+        NETNS_OK = (NETNS or FAKE_HOSTS) and (
+            not REPLAY or any(mark in k for k in MEASURED))
     try:
         if not NETNS_OK:
             raise StopIteration
         h = HOSTS
         ns = json.loads(json.dumps(base))
         ns["cpu"] = dict(here["cpu"])  # the same CPUs and caches
-        calibrate(ns, "node",
-                  perf(2, "allreduce", "recursive_doubling", 8, 16 << 20, 8,
-                       hosts="%s:2" % h[0]), 1, 2)
-        calibrate(ns, "nic",
-                  perf(2, "allreduce", "recursive_doubling", 8, 16 << 20, 8,
-                       hosts="%s:1,%s:1" % (h[0], h[1])), 2, 1)
-        save_figures("hcomm_sim_netns.json", ns)
+        calibrate(ns, "node", two_ranks(sizes, "%s:2" % h[0]), 1, 2,
+                  tcp=True)
+        calibrate(ns, "nic", two_ranks(sizes, "%s:1,%s:1" % (h[0], h[1])),
+                  2, 1, tcp=True)
+        save_figures("hcomm_sim_fakehosts.json" if FAKE_HOSTS else
+                     "hcomm_sim_netns.json", ns)
         uneven = {"nodes": [{"ranks": [0, 1]}, {"ranks": [2, 3]},
                             {"ranks": [4]}]}
         uneven_model = {k: v for k, v in ns.items() if k != "ranks_per_node"}
@@ -465,7 +513,7 @@ def main():
     except StopIteration:
         pass
     finally:
-        if NETNS_OK and not REPLAY:
+        if NETNS and NETNS_OK and not REPLAY:
             netns_down()
     print("| shape | collective | algorithm | size | measured (us) | "
           "predicted (us) | predicted / measured |")
