@@ -885,26 +885,6 @@ static int waits_for_readers(const hcomm_shm_op_t *op) {
     return op->algo == HCOMM_SHM_CMA && publishes_block(op);
 }
 
-/* The senders of a rooted call (shm.h) are often ahead of its readers,
- * so the next round's entries are likely written already: fetch them now,
- * while this call returns and the next one starts (a sender: its own, for
- * writing). */
-static void prefetch_next_entry(const hcomm_shm_op_t *op) {
-    const hcomm_shm_t *shm = op->shm;
-    int me = shm->rank, root = me == op->root;
-    int from_root =
-        op->coll == HCOMM_COLL_BCAST || op->coll == HCOMM_COLL_SCATTER;
-    if (from_root ? root : !root) {
-        __builtin_prefetch(hcomm_shm_entry(shm, me, op->seq + 1), 1);
-    } else if (from_root) {
-        __builtin_prefetch(hcomm_shm_entry(shm, op->root, op->seq + 1));
-    } else {
-        for (int p = 0; p < shm->size; p++)
-            if (p != me)
-                __builtin_prefetch(hcomm_shm_entry(shm, p, op->seq + 1));
-    }
-}
-
 /* How many rounds back the peers must be done before this round may
  * write: a round that lives in its ring entry or sub-slot (or writes
  * nothing else) reuses those of round seq - HCOMM_SHM_RING; any other
@@ -1023,7 +1003,6 @@ hcomm_status_t hcomm_shm_op_progress(hcomm_shm_op_t *op) {
         }
         /* The round's reads are over. */
         publish(op, SHM_DONE);
-        if (op->lagged || op->coll == HCOMM_COLL_BCAST) prefetch_next_entry(op);
         if (waits_for_readers(op)) {
             op->phase = PHASE_DONE;
             continue;
