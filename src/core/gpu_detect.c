@@ -7,11 +7,11 @@
 #include "core/log.h"
 
 #include <dlfcn.h>
+#include <inttypes.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -29,8 +29,7 @@ enum {
 
 int hcomm_gpu_present;
 
-/* Where the heap starts (the kernel's start_brk); 0 when /proc does not
- * say. */
+/* Where the heap starts; 0 where that is not known (read_heap_start). */
 static uintptr_t heap_start;
 /* The calling thread's stack, [stack_lo, stack_hi): stack_hi is 0 until
  * it is looked up, and both are UINTPTR_MAX where it cannot be. */
@@ -50,20 +49,20 @@ static void *sym(const char *name) {
     return dlsym(drv.lib, name);
 }
 
-/* Field 47 of /proc/self/stat, start_brk (Linux 3.5 on). Fields are
- * counted from the command name's closing parenthesis, as the name may
- * hold spaces. */
+/* Where the kernel's heap mapping starts, if the program break lies in
+ * it: a break elsewhere (one emulated, as under valgrind) says nothing of
+ * what lies between. */
 static uintptr_t read_heap_start(void) {
-    char buf[4096];
-    FILE *f = fopen("/proc/self/stat", "r");
+    char line[512];
+    uintptr_t start = 0, end = 0, brk = (uintptr_t)sbrk(0);
+    FILE *f = fopen("/proc/self/maps", "r");
     if (!f) return 0;
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    while (fgets(line, sizeof line, f))
+        if (strstr(line, " [heap]") &&
+            sscanf(line, "%" SCNxPTR "-%" SCNxPTR, &start, &end) == 2)
+            break;
     fclose(f);
-    buf[n] = '\0';
-    char *p = strrchr(buf, ')');
-    for (int field = 2; p && field < 47; field++)
-        p = strchr(p + 1, ' ');
-    return p ? (uintptr_t)strtoull(p + 1, NULL, 10) : 0;
+    return start < brk && brk <= end ? start : 0;
 }
 
 static void find_own_stack(void) {

@@ -7,33 +7,36 @@
 
 #include <pthread.h>
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <sys/mman.h>
-#include <ucontext.h>
 #include <unistd.h>
 
 #include <cmocka.h>
 
+/* Heap below the break, made here: malloc may not use the heap at all
+ * (AddressSanitizer's maps its memory). */
+static char *heap_block;
+
 static int setup(void **state) {
     (void)state;
     if (hcomm_config_load() != HCOMM_SUCCESS) return -1;
-    hcomm_gpu_init(); /* reads where the heap starts, GPU or not */
+    heap_block = sbrk(4096);
+    if (heap_block == (void *)-1) return -1;
+    hcomm_gpu_init(); /* finds the heap, GPU or not */
     return 0;
 }
 
 static void test_heap(void **state) {
     (void)state;
-    char *small = malloc(64); /* from the heap, below the break */
-    assert_non_null(small);
-    assert_true(hcomm_gpu_surely_host(small));
-    assert_true(hcomm_gpu_surely_host(small + 63));
+    assert_true(hcomm_gpu_surely_host(heap_block));
+    assert_true(hcomm_gpu_surely_host(heap_block + 4095));
     /* At and past the break nothing is known. */
     assert_false(hcomm_gpu_surely_host(sbrk(0)));
     assert_false(hcomm_gpu_surely_host((char *)sbrk(0) + 4096));
-    free(small);
 }
 
 static void test_mappings(void **state) {
@@ -93,39 +96,42 @@ static void test_other_stack(void **state) {
     assert_false(here_says);
 }
 
-/* Code on a stack of its own (a coroutine's, mapped): neither that stack
- * nor the thread's own, above it in the address space or not, counts. */
-static ucontext_t main_ctx, co_ctx;
-static const char *thread_local_buf;
-static int co_own, co_thread;
+/* Code on a stack of its own (a signal handler's alternate stack here,
+ * as a coroutine's would be): neither that stack nor the thread's own,
+ * above it in the address space or not, counts. */
+static const char *thread_buf;
+static volatile int alt_own = -1, alt_thread = -1;
 
-static void coroutine(void) {
+static void on_alt_stack(int sig) {
+    (void)sig;
     volatile char local[64];
     local[0] = 1;
-    co_own = hcomm_gpu_surely_host((const char *)local);
-    co_thread = hcomm_gpu_surely_host(thread_local_buf);
+    alt_own = hcomm_gpu_surely_host((const char *)local);
+    alt_thread = hcomm_gpu_surely_host(thread_buf);
 }
 
-static void test_coroutine_stack(void **state) {
+static void test_alternate_stack(void **state) {
     (void)state;
     volatile char local[64];
     local[0] = 1;
-    thread_local_buf = (const char *)local;
+    thread_buf = (const char *)local;
+    assert_true(hcomm_gpu_surely_host(thread_buf)); /* finds the stack */
     size_t size = 256 << 10;
-    void *stack = mmap(NULL, size, PROT_READ | PROT_WRITE,
-                       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    assert_true(stack != MAP_FAILED);
-    co_own = co_thread = -1;
-    assert_int_equal(getcontext(&co_ctx), 0);
-    co_ctx.uc_stack.ss_sp = stack;
-    co_ctx.uc_stack.ss_size = size;
-    co_ctx.uc_link = &main_ctx;
-    makecontext(&co_ctx, coroutine, 0);
-    assert_int_equal(swapcontext(&main_ctx, &co_ctx), 0);
-    munmap(stack, size);
-    assert_int_equal(co_own, 0);
-    assert_int_equal(co_thread, 0);
-    assert_true(hcomm_gpu_surely_host(thread_local_buf)); /* back home */
+    void *alt = mmap(NULL, size, PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    assert_true(alt != MAP_FAILED);
+    stack_t ss = {.ss_sp = alt, .ss_size = size}, old;
+    struct sigaction sa = {.sa_handler = on_alt_stack, .sa_flags = SA_ONSTACK},
+                     was;
+    sigemptyset(&sa.sa_mask);
+    assert_int_equal(sigaltstack(&ss, &old), 0);
+    assert_int_equal(sigaction(SIGUSR1, &sa, &was), 0);
+    raise(SIGUSR1);
+    sigaction(SIGUSR1, &was, NULL);
+    sigaltstack(&old, NULL);
+    munmap(alt, size);
+    assert_int_equal(alt_own, 0);
+    assert_int_equal(alt_thread, 0);
 }
 
 int main(void) {
@@ -134,7 +140,7 @@ int main(void) {
         cmocka_unit_test(test_mappings),
         cmocka_unit_test(test_own_stack),
         cmocka_unit_test(test_other_stack),
-        cmocka_unit_test(test_coroutine_stack),
+        cmocka_unit_test(test_alternate_stack),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }
