@@ -69,13 +69,15 @@ static void print_header(void) {
     char ver[32];
     const char *thresh = hcomm_ucx_rndv_thresh(ver, sizeof(ver));
     const char *user = getenv("UCX_RNDV_THRESH");
-    printf("UCX %s: rendezvous threshold %s%s\n", ver,
-           thresh ? thresh
-           : user ? user
-                  : "UCX's own",
-           thresh ? ""
-           : user ? " (UCX_RNDV_THRESH)"
-                  : " (HCOMM sets " HCOMM_UCX_RNDV_THRESH " from UCX 1.17)");
+    if (thresh)
+        printf("UCX %s: rendezvous threshold %s\n", ver, thresh);
+    else if (user)
+        printf("UCX %s: rendezvous threshold %s (UCX_RNDV_THRESH)\n", ver,
+               user);
+    else
+        printf("UCX %s: rendezvous threshold UCX's own (HCOMM "
+               "sets " HCOMM_UCX_RNDV_THRESH " from UCX 1.17)\n",
+               ver);
 #endif
     hcomm_gpu_init();
     printf("GPUs: %d (the CUDA driver's count; device buffers %s)\n",

@@ -46,6 +46,7 @@ then does steps 1-3 from them without running hcomm_perf, on any machine,
 writing the figures into $OUT or the current directory.
 Only the standard library; every number comes from the programs it runs.
 """
+import atexit
 import json
 import os
 import signal
@@ -157,18 +158,17 @@ def measure_perf(ranks, coll, algo, lo, hi, factor, hosts, reps):
     # same cores from run to run (unbound, the 16-core host's record had
     # a 3-rank ring at 16 KiB slower than a 4-rank one); past the cores
     # (here), unbound, as binding refuses them.
-    bound = (not hosts or FAKE_HOSTS) and ranks <= (os.cpu_count() or 1)
+    # Fake hosts are this host's ranks: they inherit env as its own do.
+    local = not hosts or FAKE_HOSTS
+    bound = local and ranks <= (os.cpu_count() or 1)
     cmd = ["mpirun", "-np", str(ranks)]
     cmd += (["--bind-to", "core", "--map-by", "core"] if bound
             else ["--bind-to", "none"])
     if hosts and FAKE_HOSTS:
-        env["HCOMM_OVERRIDE_TOPO"] = fake_topo(hosts)
-        env["UCX_TLS"] = "tcp,self"
-        env["UCX_NET_DEVICES"] = os.environ.get("HCOMM_CALIB_NET_DEV", "lo")
-        cmd += ["-x", "HCOMM_OVERRIDE_TOPO", "-x", "UCX_TLS", "-x",
-                "UCX_NET_DEVICES", "-x", "HCOMM_ALGO", "-x", "HCOMM_TIMEOUT",
-                "--oversubscribe"]
-    elif hosts:
+        env.update(HCOMM_OVERRIDE_TOPO=fake_topo(hosts), UCX_TLS="tcp,self",
+                   UCX_NET_DEVICES=os.environ.get("HCOMM_CALIB_NET_DEV",
+                                                  "lo"))
+    if not local:
         cmd += ["--host", hosts, "--mca", "plm_rsh_agent", AGENT,
                 "--mca", "oob_tcp_if_include", NET + ".0/24",
                 "--mca", "btl_tcp_if_include", NET + ".0/24",
@@ -197,19 +197,25 @@ def measure_perf(ranks, coll, algo, lo, hi, factor, hosts, reps):
     return {size: min(t) for size, t in runs.items()}
 
 
+FAKE_TOPOS = {}  # hosts -> HCOMM_OVERRIDE_TOPO file, removed at exit
+
+
 def fake_topo(hosts):
     """HCOMM_OVERRIDE_TOPO's file for hosts ("name:ranks,..."): the ranks
-    in order, each host's in a node of that name."""
-    nodes, rank = [], 0
-    for h in hosts.split(","):
-        name, n = h.split(":")
-        nodes.append({"name": name, "ranks": list(range(rank, rank + int(n)))})
-        rank += int(n)
-    path = os.path.join(tempfile.gettempdir(), "%s_%s.json" %
-                        (TAG, hosts.replace(":", "_").replace(",", "-")))
-    with open(path, "w") as f:
-        json.dump({"nodes": nodes}, f)
-    return path
+    in order, each host's in a node of that name; written once."""
+    if hosts not in FAKE_TOPOS:
+        nodes, rank = [], 0
+        for h in hosts.split(","):
+            name, n = h.split(":")
+            nodes.append({"name": name,
+                          "ranks": list(range(rank, rank + int(n)))})
+            rank += int(n)
+        with tempfile.NamedTemporaryFile("w", suffix=".json",
+                                         delete=False) as f:
+            json.dump({"nodes": nodes}, f)
+        FAKE_TOPOS[hosts] = f.name
+        atexit.register(os.unlink, f.name)
+    return FAKE_TOPOS[hosts]
 
 
 def simulate(model, coll, algo, size, nodes=None, ppn=None, topo=None):

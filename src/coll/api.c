@@ -94,7 +94,8 @@ static hcomm_status_t classify(const call_t *k, const hcomm_comm_impl_t *c,
     /* Heap and stack buffers are host memory: no question (pinned or not
      * matters only beside GPU memory, which then asks of both). */
     if ((!us || hcomm_gpu_surely_host(k->sendbuf)) &&
-        (!ur || hcomm_gpu_surely_host(k->recvbuf)))
+        (!ur || (us && k->recvbuf == k->sendbuf) ||
+         hcomm_gpu_surely_host(k->recvbuf)))
         return HCOMM_SUCCESS;
     hcomm_memtype_t st =
         us ? hcomm_gpu_memtype(k->sendbuf, &sd) : HCOMM_MEM_HOST;

@@ -47,6 +47,9 @@ const char *hcomm_memtype_name(hcomm_memtype_t t);
  * lies in the heap below the program break or on the calling thread's
  * stack. 0 says nothing. */
 int hcomm_gpu_surely_host(const void *p);
+/* Finds the heap for hcomm_gpu_surely_host: hcomm_gpu_init does, where a
+ * GPU is present (a process without one never asks); tests call it. */
+void hcomm_gpu_find_heap(void);
 /* The device allocation holding p: CUDA's id for it (never reused in the
  * process), its start and its size; -1 if p is in none. */
 int hcomm_gpu_alloc_range(const void *p, uint64_t *id, uintptr_t *base,

@@ -29,7 +29,7 @@ enum {
 
 int hcomm_gpu_present;
 
-/* Where the heap starts; 0 where that is not known (read_heap_start). */
+/* Where the heap starts; 0 where that is not known (hcomm_gpu_find_heap). */
 static uintptr_t heap_start;
 /* The calling thread's stack, [stack_lo, stack_hi): stack_hi is 0 until
  * it is looked up, and both are UINTPTR_MAX where it cannot be. */
@@ -52,17 +52,17 @@ static void *sym(const char *name) {
 /* Where the kernel's heap mapping starts, if the program break lies in
  * it: a break elsewhere (one emulated, as under valgrind) says nothing of
  * what lies between. */
-static uintptr_t read_heap_start(void) {
+void hcomm_gpu_find_heap(void) {
     char line[512];
     uintptr_t start = 0, end = 0, brk = (uintptr_t)sbrk(0);
     FILE *f = fopen("/proc/self/maps", "r");
-    if (!f) return 0;
+    if (!f) return;
     while (fgets(line, sizeof line, f))
         if (strstr(line, " [heap]") &&
             sscanf(line, "%" SCNxPTR "-%" SCNxPTR, &start, &end) == 2)
             break;
     fclose(f);
-    return start < brk && brk <= end ? start : 0;
+    heap_start = start < brk && brk <= end ? start : 0;
 }
 
 static void find_own_stack(void) {
@@ -93,7 +93,6 @@ int hcomm_gpu_surely_host(const void *p) {
 void hcomm_gpu_init(void) {
     int (*init)(unsigned) = NULL, (*count)(int *) = NULL;
     hcomm_gpu_present = 0;
-    if (!heap_start) heap_start = read_heap_start();
     if (strcmp(hcomm_cfg_str(HCOMM_CFG_CUDA), "0") == 0 || drv.lib) return;
     drv.lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
     if (!drv.lib) {
@@ -113,6 +112,7 @@ void hcomm_gpu_init(void) {
         return;
     }
     if (drv.ndevices > MAX_DEVICES) drv.ndevices = MAX_DEVICES;
+    if (!heap_start) hcomm_gpu_find_heap();
     hcomm_gpu_present = 1;
     hcomm_debug("gpu: %d CUDA device(s)", drv.ndevices);
 }

@@ -2,7 +2,6 @@
  * without asking the CUDA driver. It must never say so of memory CUDA
  * could have mapped (anything outside the heap and the calling thread's
  * own stack); where it says nothing, the driver is asked. */
-#include "core/config.h"
 #include "core/gpu.h"
 
 #include <pthread.h>
@@ -23,10 +22,9 @@ static char *heap_block;
 
 static int setup(void **state) {
     (void)state;
-    if (hcomm_config_load() != HCOMM_SUCCESS) return -1;
     heap_block = sbrk(4096);
     if (heap_block == (void *)-1) return -1;
-    hcomm_gpu_init(); /* finds the heap, GPU or not */
+    hcomm_gpu_find_heap(); /* as hcomm_gpu_init does where a GPU is */
     return 0;
 }
 
