@@ -37,6 +37,19 @@ static void test_heap(void **state) {
     assert_false(hcomm_gpu_surely_host((char *)sbrk(0) + 4096));
 }
 
+/* The heap's end is the break as it is now, not as it was found: memory
+ * past a break that went down is no longer the heap's. */
+static void test_break_moves(void **state) {
+    (void)state;
+    char *more = sbrk(4096);
+    assert_true(more != (void *)-1);
+    assert_true(hcomm_gpu_surely_host(more + 4095));
+    assert_true(sbrk(-4096) != (void *)-1);
+    assert_false(hcomm_gpu_surely_host(more));
+    assert_false(hcomm_gpu_surely_host(more + 4095));
+    assert_true(hcomm_gpu_surely_host(heap_block));
+}
+
 static void test_mappings(void **state) {
     (void)state;
     /* Mapped memory is where CUDA's allocations lie: always asked. */
@@ -135,6 +148,7 @@ static void test_alternate_stack(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_heap),
+        cmocka_unit_test(test_break_moves),
         cmocka_unit_test(test_mappings),
         cmocka_unit_test(test_own_stack),
         cmocka_unit_test(test_other_stack),
