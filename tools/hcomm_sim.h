@@ -90,6 +90,11 @@ typedef struct {
      * by UCX's multi-fragment protocol, whose receiver pays copy_start
      * (seconds of its CPU) once before copying the first fragment out. */
     double copy_start[SIM_LEVELS];
+    /* A level where UCX sends a message of up to zcopy_bytes as one
+     * message from the sender's buffer (over TCP, 16,483 B: UCX_PROTO_INFO
+     * names it zero-copy eager): it leaves when sent, at eager_bw, and
+     * neither CPU copies it (0: none such, the copy protocols above). */
+    size_t zcopy_bytes[SIM_LEVELS];
 } hcomm_sim_model_t;
 
 /* Nodes numbered by their lowest rank, as topo.h numbers them. */

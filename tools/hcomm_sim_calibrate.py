@@ -132,6 +132,14 @@ def protocol():
     sys.exit("UCX_RNDV_THRESH=%s: give the model's --copy-bytes" % thresh)
 
 
+# Over TCP (namespace or fake hosts, UCX counting them one node) the
+# largest message UCX sends as one, zero-copy from the sender's buffer
+# and copied out by the receiver: UCX_PROTO_INFO on the GPU host (UCX
+# 1.22, HCOMM's threshold; README, "Simulator"). Past it the copies go in
+# fragments.
+TCP_ZCOPY_BYTES = 16483
+
+
 def sh(*cmd, check=True):
     return subprocess.run(cmd, check=check, capture_output=True, text=True)
 
@@ -319,10 +327,11 @@ def written_lines(model, sizes):
                                         four[z], 1, 4, z, 0.02, 1.0, True)
 
 
-def several_fragments(model, measured):
-    """The measured sizes that UCX copies in several fragments."""
-    return [z for z in measured
-            if model["eager_bytes"] < z <= model["copy_bytes"]]
+def several_fragments(model, measured, lv=None):
+    """The measured sizes that UCX copies in several fragments (past a
+    level's zero-copy limit too)."""
+    one = max(model["eager_bytes"], (lv or {}).get("zcopy_bytes", 0))
+    return [z for z in measured if one < z <= model["copy_bytes"]]
 
 
 def copies(model, lv, fitted, measured):
@@ -340,12 +349,21 @@ def copies(model, lv, fitted, measured):
 
 
 def socket_copies(model, lv, fitted, measured):
-    """Over TCP UCX's copies go through the sockets: each side copies a
+    """Over TCP UCX sends a message of up to TCP_ZCOPY_BYTES as one,
+    from the sender's buffer (zcopy_bytes): the eager bandwidth from the
+    sizes past the latency's up to it (4 and 16 KiB). Larger ones its
+    copies take through the sockets in fragments: each side copies a
     message at the rate the connection takes it, one figure for the level
-    (copy_GBps) fitted from the sizes past one fragment, with no start of
-    its own."""
-    lv["copy_GBps"] = fitted("copy_GBps", several_fragments(model, measured),
-                             0.01, 200.0, True)
+    (copy_GBps) fitted from the sizes past the zero-copy limit, with no
+    start of its own."""
+    lv["zcopy_bytes"] = TCP_ZCOPY_BYTES
+    lv["eager_bandwidth_GBps"] = fitted(
+        "eager_bandwidth_GBps",
+        [z for z in (4096, 16384) if z in measured and z <= TCP_ZCOPY_BYTES],
+        0.01, 200.0, True)
+    lv["copy_GBps"] = fitted("copy_GBps",
+                             several_fragments(model, measured, lv), 0.01,
+                             200.0, True)
 
 
 def copies_rendezvous(model, lv, fitted, measured):

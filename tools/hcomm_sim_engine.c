@@ -418,8 +418,9 @@ static double first_fragment(const sim_t *s, const msg_t *g) {
  * leaves without its receive (copies do: UCX's eager protocols). */
 static void classify(sim_t *s, msg_t *g) {
     const hcomm_sim_model_t *m = s->m;
-    g->copies = m->copy_bytes > 0 && g->bytes <= m->copy_bytes;
-    g->eager = g->copies || g->bytes <= m->eager_bytes;
+    int zcopy = g->bytes <= m->zcopy_bytes[g->level];
+    g->copies = !zcopy && m->copy_bytes > 0 && g->bytes <= m->copy_bytes;
+    g->eager = zcopy || g->copies || g->bytes <= m->eager_bytes;
 }
 
 /* The receiver's fixed cost of a message of several fragments (UCX's

@@ -5,7 +5,8 @@
  *    "rails": 8, "cores": 0, "nodes_per_switch": 0,
  *    "levels": {"node":   {"latency_us": 1.0, "bandwidth_GBps": 10,
  *                          "eager_bandwidth_GBps": 0, "rendezvous_us": 0,
- *                          "copy_GBps": 0, "copy_start_us": 0},
+ *                          "copy_GBps": 0, "copy_start_us": 0,
+ *                          "zcopy_bytes": 0},
  *               "nic":    {"latency_us": 3.0, "bandwidth_GBps": 25},
  *               "switch": {"latency_us": 1.0, "bandwidth_GBps": 200}},
  *    "cpu": {"reduce_GBps": 10, "copy_GBps": 20, "overhead_us": 0.3,
@@ -48,15 +49,17 @@ static int level(json_t *levels, hcomm_sim_model_t *m, int lv, char *err,
     double lu = m->lat[lv] * 1e6, gb = m->bw[lv] / 1e9,
            egb = m->eager_bw[lv] / 1e9, ru = m->rndv[lv] * 1e6,
            cgb = m->copy_rate[lv] / 1e9, cu = m->copy_start[lv] * 1e6;
+    json_int_t zc = (json_int_t)m->zcopy_bytes[lv];
     if (!l) return 0;
-    if (json_unpack_ex(l, &je, JSON_STRICT, "{s?F, s?F, s?F, s?F, s?F, s?F}",
-                       "latency_us", &lu, "bandwidth_GBps", &gb,
-                       "eager_bandwidth_GBps", &egb, "rendezvous_us", &ru,
-                       "copy_GBps", &cgb, "copy_start_us", &cu) != 0) {
+    if (json_unpack_ex(l, &je, JSON_STRICT,
+                       "{s?F, s?F, s?F, s?F, s?F, s?F, s?I}", "latency_us", &lu,
+                       "bandwidth_GBps", &gb, "eager_bandwidth_GBps", &egb,
+                       "rendezvous_us", &ru, "copy_GBps", &cgb, "copy_start_us",
+                       &cu, "zcopy_bytes", &zc) != 0) {
         snprintf(err, len, "levels.%s: %s", name, je.text);
         return -1;
     }
-    if (lu < 0 || gb <= 0 || egb < 0 || ru < 0 || cgb < 0 || cu < 0) {
+    if (lu < 0 || gb <= 0 || egb < 0 || ru < 0 || cgb < 0 || cu < 0 || zc < 0) {
         snprintf(err, len, "levels.%s: bandwidth > 0, the other figures >= 0",
                  name);
         return -1;
@@ -67,6 +70,7 @@ static int level(json_t *levels, hcomm_sim_model_t *m, int lv, char *err,
     m->rndv[lv] = ru * 1e-6;
     m->copy_rate[lv] = cgb * 1e9;
     m->copy_start[lv] = cu * 1e-6;
+    m->zcopy_bytes[lv] = (size_t)zc;
     return 0;
 }
 

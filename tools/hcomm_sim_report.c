@@ -198,16 +198,17 @@ int hcomm_sim_cli_run(const hcomm_sim_opts_t *o, FILE *f) {
                 "nic %.2f us %.1f GB/s x %d rails, switch %.2f us %.1f GB/s "
                 "(%d nodes each), reduce %.1f GB/s, copy %.1f GB/s, "
                 "overhead %.2f us, eager %zu B (node %.1f GB/s, nic %.1f; "
-                "0: the level's), copies to %zu B (node %.1f GB/s, nic "
-                "%.1f; 0: the CPU's; + %.2f us node, %.2f nic past a "
-                "fragment), rendezvous + %.2f us node, %.2f nic, "
-                "chunk %zu B\n",
+                "0: the level's; zero-copy to %zu B node, %zu nic), copies "
+                "to %zu B (node %.1f GB/s, nic %.1f; 0: the CPU's; + %.2f "
+                "us node, %.2f nic past a fragment), rendezvous + %.2f us "
+                "node, %.2f nic, chunk %zu B\n",
                 hcomm_coll_name(o->coll), dtype_names[o->dtype], sh->size,
                 sh->nnodes, m->lat[0] * 1e6, m->bw[0] / 1e9, m->lat[1] * 1e6,
                 m->bw[1] / 1e9, m->rails ? m->rails : L, m->lat[2] * 1e6,
                 m->bw[2] / 1e9, m->nodes_per_switch, m->reduce_bw / 1e9,
                 m->copy_bw / 1e9, m->overhead * 1e6, m->eager_bytes,
                 m->eager_bw[SIM_NODE] / 1e9, m->eager_bw[SIM_NIC] / 1e9,
+                m->zcopy_bytes[SIM_NODE], m->zcopy_bytes[SIM_NIC],
                 m->copy_bytes, m->copy_rate[SIM_NODE] / 1e9,
                 m->copy_rate[SIM_NIC] / 1e9, m->copy_start[SIM_NODE] * 1e6,
                 m->copy_start[SIM_NIC] * 1e6, m->rndv[SIM_NODE] * 1e6,

@@ -281,6 +281,15 @@ static void test_copies(void **state) {
     m.eager_bytes = 4096;
     assert_true(fabs(one_message(&m, 1, 65537) -
                      (o + lat + 65537 / m.bw[SIM_NODE] + lat)) < 1e-12);
+    /* A level's zero-copy limit (TCP's): up to it, one message at the
+     * eager bandwidth and no copy on either side; past it, the copies. */
+    m.zcopy_bytes[SIM_NODE] = 16384;
+    m.eager_bw[SIM_NODE] = 3e9;
+    assert_true(fabs(one_message(&m, 1, 16384) - (o + 16384 / 3e9 + lat)) <
+                1e-12);
+    double c4 = 4096 / 2e9;
+    assert_true(fabs(one_message(&m, 1, 16388) -
+                     (o + 4 * c4 + 4 / 2e9 + lat + c4)) < 1e-12);
 }
 
 /* A rendezvous that reads the sender's input goes at the cache's speed; one
