@@ -418,7 +418,8 @@ static double first_fragment(const sim_t *s, const msg_t *g) {
  * leaves without its receive (copies do: UCX's eager protocols). */
 static void classify(sim_t *s, msg_t *g) {
     const hcomm_sim_model_t *m = s->m;
-    int zcopy = g->bytes <= m->zcopy_bytes[g->level];
+    size_t z = m->zcopy_bytes[g->level];
+    int zcopy = z && g->bytes <= z;
     g->copies = !zcopy && m->copy_bytes > 0 && g->bytes <= m->copy_bytes;
     g->eager = zcopy || g->copies || g->bytes <= m->eager_bytes;
 }
