@@ -327,10 +327,10 @@ def written_lines(model, sizes):
                                         four[z], 1, 4, z, 0.02, 1.0, True)
 
 
-def several_fragments(model, measured, lv=None):
-    """The measured sizes that UCX copies in several fragments (past a
-    level's zero-copy limit too)."""
-    one = max(model["eager_bytes"], (lv or {}).get("zcopy_bytes", 0))
+def several_fragments(model, measured, past=None):
+    """The measured sizes that UCX copies in several fragments: past one
+    fragment (or past, a level's zero-copy limit) up to copy_bytes."""
+    one = model["eager_bytes"] if past is None else past
     return [z for z in measured if one < z <= model["copy_bytes"]]
 
 
@@ -357,13 +357,11 @@ def socket_copies(model, lv, fitted, measured):
     (copy_GBps) fitted from the sizes past the zero-copy limit, with no
     start of its own."""
     lv["zcopy_bytes"] = TCP_ZCOPY_BYTES
-    lv["eager_bandwidth_GBps"] = fitted(
-        "eager_bandwidth_GBps",
-        [z for z in (4096, 16384) if z in measured and z <= TCP_ZCOPY_BYTES],
+    lv["eager_bandwidth_GBps"] = fitted("eager_bandwidth_GBps", (4096, 16384),
+                                        0.01, 200.0, True)
+    lv["copy_GBps"] = fitted(
+        "copy_GBps", several_fragments(model, measured, TCP_ZCOPY_BYTES),
         0.01, 200.0, True)
-    lv["copy_GBps"] = fitted("copy_GBps",
-                             several_fragments(model, measured, lv), 0.01,
-                             200.0, True)
 
 
 def copies_rendezvous(model, lv, fitted, measured):

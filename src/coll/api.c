@@ -88,17 +88,10 @@ static hcomm_status_t classify(const call_t *k, const hcomm_comm_impl_t *c,
         return HCOMM_SUCCESS;
     int us, ur, sd = -1, rd = -1;
     buffers_used(k, c, &us, &ur);
-    /* Heap and stack buffers are host memory: no question (pinned or not
-     * matters only beside GPU memory, which then asks of both). Looked at
-     * before the context: whether there is one is two driver calls until
-     * the process makes one, 35 ns a call on the GPU machine's host. */
-    if ((!us || hcomm_gpu_surely_host(k->sendbuf)) &&
-        (!ur || (us && k->recvbuf == k->sendbuf) ||
-         hcomm_gpu_surely_host(k->recvbuf)))
+    /* Pinned or not matters only beside GPU memory, which then asks of
+     * both buffers. */
+    if (hcomm_gpu_all_host(us ? k->sendbuf : NULL, ur ? k->recvbuf : NULL))
         return HCOMM_SUCCESS;
-    /* Without a CUDA context no buffer is GPU memory: asked once, not per
-     * buffer (each question is a driver call; README, "Benchmark"). */
-    if (!hcomm_gpu_in_use()) return HCOMM_SUCCESS;
     hcomm_memtype_t st =
         us ? hcomm_gpu_memtype(k->sendbuf, &sd) : HCOMM_MEM_HOST;
     hcomm_memtype_t rt = HCOMM_MEM_HOST;

@@ -69,7 +69,7 @@ int hcmpi_layout_derived(const void *buf, size_t count, MPI_Datatype dtype,
     int device;
     /* The packing below runs on the CPU: a derived type on device memory
      * goes to MPI as it is (README, "Unmodified MPI programs"). */
-    if (hcomm_gpu_present && !hcomm_gpu_surely_host(buf) &&
+    if (!hcomm_gpu_all_host(buf, NULL) &&
         hcomm_gpu_memtype(buf, &device) == HCOMM_MEM_DEVICE)
         return 0;
     out->buf = buf;

@@ -406,6 +406,7 @@ hcomm_status_t hcomm_compress_parse(const char *s, hcomm_compress_t *kind,
 static hcomm_status_t steps_for(hcomm_comm_impl_t *c, const void *sendbuf,
                                 const void *recvbuf, hcomm_cx_t *x) {
     int sdev, rdev;
+    if (hcomm_gpu_all_host(sendbuf, recvbuf)) return hcomm_cx_init(x, -1, NULL);
     hcomm_memtype_t sm = hcomm_gpu_memtype(sendbuf, &sdev),
                     rm = hcomm_gpu_memtype(recvbuf, &rdev);
     int gpu = sm == HCOMM_MEM_DEVICE || sm == HCOMM_MEM_MANAGED ||

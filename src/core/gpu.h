@@ -47,6 +47,12 @@ const char *hcomm_memtype_name(hcomm_memtype_t t);
  * lies in the heap below the program break or on the calling thread's
  * stack. 0 says nothing. */
 int hcomm_gpu_surely_host(const void *p);
+/* Whether no buffer of a call (a, b; NULL: none) can be GPU memory,
+ * known without asking the driver what memory each is: no GPU, both in
+ * the heap or on this thread's stack, or no CUDA context yet (asked once
+ * for both, and only after the addresses: two driver calls, 35 ns on the
+ * GPU machine's host). 0: ask hcomm_gpu_memtype. */
+int hcomm_gpu_all_host(const void *a, const void *b);
 /* Finds the heap for hcomm_gpu_surely_host: hcomm_gpu_init does, where a
  * GPU is present (a process without one never asks); tests call it. */
 void hcomm_gpu_find_heap(void);

@@ -102,6 +102,14 @@ int hcomm_gpu_surely_host(const void *p) {
     return here >= stack_lo && here < stack_hi && a >= here && a < stack_hi;
 }
 
+int hcomm_gpu_all_host(const void *a, const void *b) {
+    if (!hcomm_gpu_present) return 1;
+    if ((!a || hcomm_gpu_surely_host(a)) &&
+        (!b || b == a || hcomm_gpu_surely_host(b)))
+        return 1;
+    return !hcomm_gpu_in_use();
+}
+
 void hcomm_gpu_init(void) {
     int (*init)(unsigned) = NULL, (*count)(int *) = NULL;
     hcomm_gpu_present = 0;

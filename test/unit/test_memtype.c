@@ -50,6 +50,23 @@ static void test_break_moves(void **state) {
     assert_true(hcomm_gpu_surely_host(heap_block));
 }
 
+/* A call's buffers in the heap and on the stack need no driver call at
+ * all, not even whether there is a context: with a GPU said present but
+ * no driver loaded, any driver call would crash here. */
+static void test_all_host(void **state) {
+    (void)state;
+    volatile char local[16];
+    local[0] = 1;
+    int was = hcomm_gpu_present;
+    hcomm_gpu_present = 1;
+    int both = hcomm_gpu_all_host(heap_block, (const char *)local);
+    int one = hcomm_gpu_all_host(heap_block, NULL);
+    int same = hcomm_gpu_all_host((const char *)local, (const char *)local);
+    hcomm_gpu_present = was;
+    assert_true(both && one && same);
+    assert_true(hcomm_gpu_all_host(NULL, NULL)); /* no GPU: nothing asked */
+}
+
 static void test_mappings(void **state) {
     (void)state;
     /* Mapped memory is where CUDA's allocations lie: always asked. */
@@ -149,6 +166,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_heap),
         cmocka_unit_test(test_break_moves),
+        cmocka_unit_test(test_all_host),
         cmocka_unit_test(test_mappings),
         cmocka_unit_test(test_own_stack),
         cmocka_unit_test(test_other_stack),
