@@ -73,7 +73,9 @@ typedef struct {
      * that speed where it reads the sender's input, unchanged since the
      * last call, and at cross_speedup times the uncached rate (0: 1)
      * where it reads lines the sender wrote in the call, which lie
-     * modified in the sender's core's cache. */
+     * modified in the sender's core's cache (in a call larger than
+     * cache_bytes, the share of its bytes the cache holds; the rest at
+     * the uncached rate). */
     int cache_ranks;
     double cross_speedup;
     size_t eager_bytes;

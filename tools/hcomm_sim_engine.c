@@ -194,8 +194,9 @@ static double latency(const sim_t *s, int level) {
     return l;
 }
 
-/* The cache's speedup for a message, where the call fits in the cache;
- * where cache_ranks is set, the model tells cores apart. A rendezvous
+/* The cache's speedup for a message, where the call fits in the cache
+ * (written lines: the share it holds, hcomm_sim.h); where cache_ranks is
+ * set, the model tells cores apart. A rendezvous
  * inside a node is read in place by the receiver (CMA): lines of the
  * sender's input, unchanged since its last call (hcomm_perf passes the same
  * buffers every call), are clean and read at the cache's speed from any
@@ -830,7 +831,15 @@ hcomm_status_t hcomm_sim_run(const hcomm_sim_model_t *m,
          hcomm_coll_recv_count(c->algo->coll, sh->size, 0, c->root, c->count));
     int cached = m->cache_bytes && set <= m->cache_bytes;
     s.speed = cached && m->cached_speedup > 0 ? m->cached_speedup : 1;
-    s.cross = cached && m->cross_speedup > 0 ? m->cross_speedup : 1;
+    /* Lines written in the call are modified in their writer's cache only
+     * as far as the cache holds the call's data: past it, that share of
+     * a written block is read at cross_speedup, the rest at the uncached
+     * rate. */
+    s.cross = 1;
+    if (m->cache_bytes && m->cross_speedup > 0) {
+        double held = fmin(1.0, (double)m->cache_bytes / (double)set);
+        s.cross = 1.0 / (held / m->cross_speedup + (1.0 - held));
+    }
     s.nchan = m->cores > 0 ? m->cores : most;
     s.nbuckets = 1024;
     while (s.nbuckets < (uint32_t)s.nreps * 64 && s.nbuckets < (1u << 22))

@@ -294,8 +294,9 @@ static void test_copies(void **state) {
 
 /* A rendezvous that reads the sender's input goes at the cache's speed; one
  * that reads a block the sender wrote in the call, at cross_speedup times
- * the uncached rate. Recursive doubling's one exchange reads the input; the
- * ring's second half sends the reduced block. */
+ * the uncached rate, for the share of the call's data the cache holds.
+ * Recursive doubling's one exchange reads the input; the ring's second half
+ * sends the reduced block. */
 static void test_written_lines(void **state) {
     (void)state;
     hcomm_sim_model_t m;
@@ -314,6 +315,18 @@ static void test_written_lines(void **state) {
      * cross_speedup of 0 is 1) */
     double half = (double)(b / 2) / m.bw[SIM_NODE];
     assert_true(fabs(allreduce2(&m, "ring", b) - (ring + half)) < 1e-12);
+    /* A call of 4 caches (send and receive buffers of 2 MiB): a quarter of
+     * the reduced half still in its writer's cache goes at half the
+     * uncached rate, the rest at it. */
+    const size_t big = 2u << 20;
+    m.cross_speedup = 0;
+    rd = allreduce2(&m, "recursive_doubling", big);
+    ring = allreduce2(&m, "ring", big);
+    m.cross_speedup = 0.5;
+    assert_true(fabs(allreduce2(&m, "recursive_doubling", big) - rd) < 1e-12);
+    half = (double)(big / 2) / m.bw[SIM_NODE];
+    assert_true(fabs(allreduce2(&m, "ring", big) - (ring + 0.25 * half)) <
+                1e-12);
 }
 
 static void test_model(void **state) {
