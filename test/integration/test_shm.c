@@ -283,9 +283,44 @@ static void check_run_ahead(hcomm_comm_t comm, const char *what) {
           bad);
 }
 
+/* n bytes a rank gathered to and scattered from every root, in place and
+ * not: past 2 MiB in all, a gather's ranks write their blocks into the
+ * root's buffer and a scatter's read theirs from it. */
+static void check_gather_scatter(hcomm_comm_t comm, const char *what,
+                                 size_t n) {
+    size_t all_bytes = n * (size_t)nranks;
+    unsigned char *all = malloc(all_bytes), *mine = malloc(n);
+    for (int root = 0; root < nranks; root++)
+        for (int inplace = 0; inplace < 2; inplace++) {
+            int ip = inplace && rank == root;
+            unsigned char *own = ip ? all + (size_t)rank * n : mine;
+            memset(all, 0, all_bytes);
+            for (size_t i = 0; i < n; i++)
+                own[i] = byte_of(rank, i);
+            CHECK_OK(hcomm_gather(own, all, n, HCOMM_UINT8, root, comm));
+            size_t bad = 0;
+            for (size_t i = 0; rank == root && i < all_bytes; i++)
+                bad += all[i] != byte_of((int)(i / n), i % n);
+            CHECK(bad == 0, "%s: gather count %zu root %d %s: %zu wrong", what,
+                  n, root, inplace ? "in place" : "out of place", bad);
+            for (size_t i = 0; i < all_bytes; i++)
+                all[i] = byte_of((int)(i / n) + root, i % n);
+            memset(mine, 0, n);
+            CHECK_OK(hcomm_scatter(all, own, n, HCOMM_UINT8, root, comm));
+            bad = 0;
+            for (size_t i = 0; i < n; i++)
+                bad += own[i] != byte_of(rank + root, i);
+            CHECK(bad == 0, "%s: scatter count %zu root %d %s: %zu wrong", what,
+                  n, root, inplace ? "in place" : "out of place", bad);
+        }
+    free(all);
+    free(mine);
+}
+
 /* Past 4 MiB in all, allgather and reduce_scatter take the node stages
  * on even nodes too. */
 static void check_large(hcomm_comm_t comm, const char *what) {
+    check_gather_scatter(comm, what, 1100007);
     check_allgather(comm, what, 1100007);
     check_reduce_scatter_case(comm, what, HCOMM_INT32, HCOMM_SUM, 300007, 0);
     check_reduce_scatter_case(comm, what, HCOMM_FLOAT64, HCOMM_AVG, 300007, 1);
