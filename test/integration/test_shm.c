@@ -284,8 +284,9 @@ static void check_run_ahead(hcomm_comm_t comm, const char *what) {
 }
 
 /* n bytes a rank gathered to and scattered from every root, in place and
- * not: past 2 MiB in all, a gather's ranks write their blocks into the
- * root's buffer and a scatter's read theirs from it. */
+ * not: from 2 MiB in all (past it at 2 ranks), a gather's ranks write
+ * their blocks into the root's buffer; past it a scatter's read theirs
+ * from it. */
 static void check_gather_scatter(hcomm_comm_t comm, const char *what,
                                  size_t n) {
     size_t all_bytes = n * (size_t)nranks;
@@ -320,6 +321,7 @@ static void check_gather_scatter(hcomm_comm_t comm, const char *what,
 /* Past 4 MiB in all, allgather and reduce_scatter take the node stages
  * on even nodes too. */
 static void check_large(hcomm_comm_t comm, const char *what) {
+    check_gather_scatter(comm, what, (2u << 20) / (size_t)nranks);
     check_gather_scatter(comm, what, 1100007);
     check_allgather(comm, what, 1100007);
     check_reduce_scatter_case(comm, what, HCOMM_INT32, HCOMM_SUM, 300007, 0);
