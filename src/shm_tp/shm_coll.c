@@ -703,18 +703,20 @@ static hcomm_status_t rooted_or_a2a_cma(hcomm_shm_op_t *op) {
     hcomm_shm_t *shm = op->shm;
     int me = shm->rank;
     size_t block = op->count * op->esize;
-    if (op->coll == HCOMM_COLL_SCATTER || op->coll == HCOMM_COLL_GATHER) {
-        int gather = op->coll == HCOMM_COLL_GATHER;
+    size_t mine = (size_t)me * block; /* this rank's block at the root */
+    if (op->coll == HCOMM_COLL_GATHER) {
         if (me != op->root)
-            return gather ? peer_write(op, op->root, (size_t)me * block,
-                                       op->sendbuf, block)
-                          : hcomm_shm_peer_copy(op, op->root, 0,
-                                                (size_t)me * block, op->recvbuf,
-                                                block);
-        char *to = gather ? op->recvbuf + (size_t)me * block : op->recvbuf;
-        const char *from =
-            gather ? op->sendbuf : op->sendbuf + (size_t)me * block;
-        if (to != from) memcpy(to, from, block);
+            return peer_write(op, op->root, mine, op->sendbuf, block);
+        if (op->recvbuf + mine != op->sendbuf)
+            memcpy(op->recvbuf + mine, op->sendbuf, block);
+        return HCOMM_SUCCESS;
+    }
+    if (op->coll == HCOMM_COLL_SCATTER) {
+        if (me != op->root)
+            return hcomm_shm_peer_copy(op, op->root, 0, mine, op->recvbuf,
+                                       block);
+        if (op->recvbuf != op->sendbuf + mine)
+            memcpy(op->recvbuf, op->sendbuf + mine, block);
         return HCOMM_SUCCESS;
     }
     for (int k = 0; k < shm->size; k++) {
@@ -1055,8 +1057,8 @@ void hcomm_shm_op_describe(const hcomm_shm_op_t *op, char *out, size_t len) {
  * reduce a block each, the root copies them); larger, the plans; at 2
  * ranks one-shot at every size. Gather, scatter and alltoall through the
  * slots (two copies of each byte, from cache)
- * up to HCOMM_SHM_SLOTS_MAX_MOVE (all blocks; scatter below it), then
- * direct reads (one copy)
+ * up to HCOMM_SHM_SLOTS_MAX_MOVE (all blocks; scatter, and gather above
+ * 2 ranks, below it), then direct copies (one copy)
  * where the kernel allows them, else the plans (at 2 ranks scatter and
  * alltoall read directly from HCOMM_SHM_DIRECT_MIN_2). alltoallv always
  * starts on the segment, which declines blocks too large for it
@@ -1068,6 +1070,15 @@ void hcomm_shm_op_describe(const hcomm_shm_op_t *op, char *out, size_t len) {
 static int oneshot_fits(size_t bytes, size_t peers) {
     return bytes * peers <=
            (size_t)hcomm_cfg_int(HCOMM_CFG_FAST_PATH_SMALL_MSG);
+}
+
+/* Gather, scatter and alltoall of blocks of bytes: through the slots up
+ * to HCOMM_SHM_SLOTS_MAX_MOVE in all, direct copies past it. */
+static hcomm_shm_algo_t slots_then_direct(const hcomm_shm_t *shm,
+                                          size_t bytes) {
+    if (bytes * (size_t)shm->size <= HCOMM_SHM_SLOTS_MAX_MOVE)
+        return HCOMM_SHM_ONESHOT;
+    return shm->cma ? HCOMM_SHM_CMA : HCOMM_SHM_NONE;
 }
 
 hcomm_shm_algo_t hcomm_shm_select(const hcomm_shm_t *shm, hcomm_coll_t coll,
@@ -1094,20 +1105,16 @@ hcomm_shm_algo_t hcomm_shm_select(const hcomm_shm_t *shm, hcomm_coll_t coll,
     case HCOMM_COLL_BARRIER:
         return HCOMM_SHM_ONESHOT;
     case HCOMM_COLL_ALLGATHERV: /* bytes: all blocks */
-        /* 2 ranks from 128 KiB in all: direct reads. Here at 512 KiB-2 MiB
-         * in all they took 1.01-1.09x MPI where the slots took 0.54-0.80x
-         * with unchanged buffers, and 1.11-1.25x against 0.96-1.19x with
-         * new data every call (--rewrite); past the slots' 2 MiB they
-         * were 0.98-1.07x where the plans took 0.92-0.96x (4-64 MiB). */
-        if (shm->cma && peers == 1 && bytes >= 2 * HCOMM_SHM_DIRECT_MIN_2)
-            return HCOMM_SHM_CMA;
-        /* 3 to 8 ranks from allgather's block on average: on the 16-core
-         * host at 8 ranks, 512 KiB-8 MiB in all took 1.2-1.9x less time
-         * than the slots and the plans (1.28-2.27x MPI against
-         * 0.97-1.78x); at 16 ranks, where every rank reads 15 peers, no
-         * better than the noise. */
-        if (coll == HCOMM_COLL_ALLGATHERV && shm->cma && peers > 1 &&
-            peers < 8 && bytes >= CMA_MIN_BLOCK * (size_t)shm->size)
+        /* Direct reads at 2 to 8 ranks from allgather's block (64 KiB)
+         * on average. 2 ranks here, 512 KiB-2 MiB in all: 1.01-1.09x MPI
+         * where the slots took 0.54-0.80x with unchanged buffers, and
+         * 1.11-1.25x against 0.96-1.19x with new data every call
+         * (--rewrite); past the slots' 2 MiB 0.98-1.07x where the plans
+         * took 0.92-0.96x (4-64 MiB). 8 ranks on the 16-core host, 512
+         * KiB-8 MiB: 1.2-1.9x less time than the slots and the plans
+         * (1.28-2.27x MPI against 0.97-1.78x); at 16 ranks, where every
+         * rank reads 15 peers, no better than the noise. */
+        if (shm->cma && peers < 8 && bytes >= CMA_MIN_BLOCK * (size_t)shm->size)
             return HCOMM_SHM_CMA;
         /* fall through */
     case HCOMM_COLL_REDUCE_SCATTERV:
@@ -1137,19 +1144,17 @@ hcomm_shm_algo_t hcomm_shm_select(const hcomm_shm_t *shm, hcomm_coll_t coll,
     case HCOMM_COLL_ALLTOALL:
         if (shm->cma && peers == 1 && bytes >= HCOMM_SHM_DIRECT_MIN_2)
             return HCOMM_SHM_CMA;
-        /* fall through */
-    case HCOMM_COLL_GATHER:
+        return slots_then_direct(shm, bytes);
+    case HCOMM_COLL_GATHER: /* bytes: one block */
         /* Above 2 ranks, from 2 MiB in all the ranks' writes into the
          * root: on the 16-core host at 4, 8 and 16 ranks, 2 MiB took 58,
-         * 143 and 234 us that way against 301, 265 and 270 through the slots
-         * (1.28-5.19x MPI against 0.99-1.10x); at 128 KiB-1 MiB the two
-         * were within the runs' spread. */
-        if (coll == HCOMM_COLL_GATHER && shm->cma && peers > 1 &&
+         * 143 and 234 us that way against 301, 265 and 270 through the
+         * slots (1.28-5.19x MPI against 0.99-1.10x); at 128 KiB-1 MiB the
+         * two were within the runs' spread. */
+        if (shm->cma && peers > 1 &&
             bytes * (size_t)shm->size >= HCOMM_SHM_SLOTS_MAX_MOVE)
             return HCOMM_SHM_CMA;
-        if (bytes * (size_t)shm->size <= HCOMM_SHM_SLOTS_MAX_MOVE)
-            return HCOMM_SHM_ONESHOT;
-        return shm->cma ? HCOMM_SHM_CMA : HCOMM_SHM_NONE;
+        return slots_then_direct(shm, bytes);
     default:
         return HCOMM_SHM_NONE;
     }

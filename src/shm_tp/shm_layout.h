@@ -146,8 +146,8 @@ static inline void hcomm_shm_prefetch(const char *p, size_t bytes) {
  * direct reads (one copy) start to win above 2 ranks (README, "Shared
  * memory"). */
 #define HCOMM_SHM_SLOTS_MAX_MOVE (2u << 20)
-/* At 2 ranks scatter, alltoall and alltoallv (and allgatherv, up to twice
- * this) read blocks from this size directly where the kernel allows it: here
+/* At 2 ranks scatter, alltoall and alltoallv read blocks from this size
+ * directly where the kernel allows it: here
  * 128 KiB to 2 MiB blocks took 1.3-2x longer through the slots, 64
  * KiB 1.1-1.5x, 32 KiB about the same (gather's slots stay ahead: its root
  * copies out while the peer copies in). */
