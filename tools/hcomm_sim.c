@@ -39,6 +39,8 @@ static void usage(FILE *f) {
         "  --json               one JSON object per row\n"
         "  --no-symmetry        simulate every rank\n"
         "  --max-steps N        refuse runs over N simulated steps (20M)\n"
+        "  --calls N            N calls back to back, time per call, as\n"
+        "                       hcomm_perf times them (1)\n"
         "  --select-table       write src/coll/select_table.c for the figures\n"
         "  --measure-cpu        this machine's reduce and copy GB/s (JSON)\n"
         "  figures (override the file's): --lat-node --lat-nic --lat-switch "
@@ -67,6 +69,7 @@ enum {
     O_JSON,
     O_NOSYM,
     O_MAXSTEPS,
+    O_CALLS,
     O_LAT0,
     O_LAT1,
     O_LAT2,
@@ -95,6 +98,7 @@ static const struct option longopts[] = {{"topo", 1, 0, O_TOPO},
                                          {"json", 0, 0, O_JSON},
                                          {"no-symmetry", 0, 0, O_NOSYM},
                                          {"max-steps", 1, 0, O_MAXSTEPS},
+                                         {"calls", 1, 0, O_CALLS},
                                          {"lat-node", 1, 0, O_LAT0},
                                          {"lat-nic", 1, 0, O_LAT1},
                                          {"lat-switch", 1, 0, O_LAT2},
@@ -193,6 +197,10 @@ int main(int argc, char **argv) {
             break;
         case O_NOSYM:
             o.no_symmetry = 1;
+            break;
+        case O_CALLS:
+            o.calls = atoi(optarg);
+            if (o.calls < 1) goto bad;
             break;
         case O_MAXSTEPS:
             if (hcomm_parse_size(optarg, &z)) goto bad;

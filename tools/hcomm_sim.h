@@ -5,7 +5,8 @@
  * The model. A rank is one CPU that runs its plan as the executor does:
  * ready steps in index order, at most 256 past the first incomplete one,
  * epochs respected; reductions and copies take bytes / (reduce or copy
- * bandwidth) of its CPU, posting a message takes a fixed overhead. A
+ * bandwidth) of its CPU, posting a message takes a fixed overhead (and
+ * the CPU its level costs a message, over TCP: msg_cpu). A
  * message goes over one link level: inside a node (shared memory), through
  * NICs (nodes on one switch), or through NICs and the switch level (nodes
  * on different switches). It takes latency + bytes / bandwidth, where the
@@ -60,6 +61,10 @@ typedef struct {
     double reduce_bw;        /* bytes of result per second, per rank */
     double copy_bw;          /* per rank */
     double overhead;         /* seconds of CPU per message posted */
+    /* Seconds of CPU each side pays to post a message over the level, on
+     * top of overhead: over TCP a message costs both ends the sockets'
+     * work, which the CPU does not overlap with anything else it does. */
+    double msg_cpu[SIM_LEVELS];
     /* A call whose buffers (send and receive, one rank's) fit in
      * cache_bytes copies and reduces cached_speedup times faster, inside
      * the node and on the CPU (0: no such effect). */
@@ -120,6 +125,10 @@ typedef struct {
     uint64_t max_steps; /* refuse a run that would simulate more (0: 20M) */
     double max_build_seconds; /* refuse one whose plans take longer (0: 30) */
     int no_symmetry;          /* simulate every rank */
+    /* Calls back to back, each rank starting the next once its last one
+     * is done, as hcomm_perf times them (0: 1); time is then per call. A
+     * rank that waits for nobody (a broadcast's root) runs ahead. */
+    int calls;
 } hcomm_sim_call_t;
 
 typedef struct {

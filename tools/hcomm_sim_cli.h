@@ -13,7 +13,7 @@ typedef struct {
     hcomm_dtype_t dtype;
     const char *algos; /* comma-separated, NULL: every one of coll */
     size_t minbytes, maxbytes;
-    int factor, root, json, no_symmetry, sweep_from;
+    int factor, root, json, no_symmetry, sweep_from, calls;
     uint64_t max_steps;
 } hcomm_sim_opts_t;
 

@@ -90,8 +90,9 @@ typedef struct {
     /* Resources, per representative node: busy-until times. */
     double *chan, *nic_out, *nic_in, *sw_out, *sw_in;
     int nchan, rails;
-    double speed; /* the cache's speedup for this call, or 1 */
-    double cross; /* its speed between ranks not sharing a cache, or 1 */
+    double speed;   /* the cache's speedup for this call, or 1 */
+    double cross;   /* its speed between ranks not sharing a cache, or 1 */
+    uint32_t calls; /* back to back (hcomm_sim_call_t) */
     hcomm_reduce_fn_t reduce;
     hcomm_scale_fn_t scale;
     hcomm_sim_result_t *res;
@@ -501,7 +502,8 @@ static void run_rank(sim_t *s, int ri, double t) {
         switch (p->kind) {
         case HCOMM_STEP_SEND:
         case HCOMM_STEP_RECV:
-            now += s->m->overhead;
+            now +=
+                s->m->overhead + s->m->msg_cpu[level_of(s, r->rank, p->peer)];
             now += post(s, ri, i, now);
             break;
         default:
@@ -613,14 +615,15 @@ static hcomm_status_t rep_setup(sim_t *s, int ri, uint64_t *budget, char *err,
                  r->rank, s->sh->size);
         return st;
     }
-    if (plan.nsteps > *budget) {
+    uint32_t n1 = plan.nsteps; /* a call's */
+    if ((uint64_t)n1 * s->calls > *budget) {
         hcomm_plan_release(&plan);
         snprintf(err, errlen,
                  "over the step budget (--max-steps) without a symmetry");
         return HCOMM_ERR_UNSUPPORTED;
     }
-    *budget -= plan.nsteps;
-    uint32_t n = r->n = plan.nsteps;
+    *budget -= (uint64_t)n1 * s->calls;
+    uint32_t n = r->n = n1 * s->calls;
     r->st = malloc((size_t)n * sizeof(*r->st) + 1);
     r->succ_off = calloc((size_t)n + 2, sizeof(uint32_t));
     r->left = calloc((size_t)n + 1, 1);
@@ -634,22 +637,27 @@ static hcomm_status_t rep_setup(sim_t *s, int ri, uint64_t *budget, char *err,
         !r->fin || !r->pp || !r->pd || !r->heap)
         goto nomem;
     size_t nsucc = 0;
+    /* Calls back to back: the plan again and again, each copy's steps
+     * in an epoch after every step of the one before. */
     for (uint32_t i = 0; i < n; i++) {
-        const hcomm_step_t *p = &plan.steps[i];
-        r->st[i] = (hcomm_sim_step_t){(uint64_t)p->count * s->c->esize,
-                                      p->peer,
-                                      {p->dep[0], p->dep[1]},
-                                      p->epoch,
-                                      p->tag,
-                                      p->kind,
-                                      p->kind == HCOMM_STEP_SEND &&
-                                          p->a.buf == HCOMM_BUF_SEND &&
-                                          !s->c->inplace};
+        const hcomm_step_t *p = &plan.steps[i % n1];
+        uint32_t base = i - i % n1; /* the call's first step */
+        r->st[i] = (hcomm_sim_step_t){
+            (uint64_t)p->count * s->c->esize,
+            p->peer,
+            {p->dep[0] < 0 ? -1 : p->dep[0] + (int32_t)base,
+             p->dep[1] < 0 ? -1 : p->dep[1] + (int32_t)base},
+            p->epoch + base,
+            p->tag,
+            p->kind,
+            p->kind == HCOMM_STEP_SEND && p->a.buf == HCOMM_BUF_SEND &&
+                !s->c->inplace};
         r->pp[i] = r->pd[i] = -1;
         for (int d = 0; d < 2; d++) {
             /* Two equal dependencies count once. */
-            if (p->dep[d] < 0 || (d == 1 && p->dep[1] == p->dep[0])) continue;
-            r->succ_off[p->dep[d] + 1]++;
+            int32_t dep = r->st[i].dep[d];
+            if (dep < 0 || (d == 1 && dep == r->st[i].dep[0])) continue;
+            r->succ_off[dep + 1]++;
             r->left[i]++;
             nsucc++;
         }
@@ -841,6 +849,7 @@ hcomm_status_t hcomm_sim_run(const hcomm_sim_model_t *m,
         s.cross = 1.0 / (held / m->cross_speedup + (1.0 - held));
     }
     s.nchan = m->cores > 0 ? m->cores : most;
+    s.calls = c->calls > 1 && !c->sendbufs ? (uint32_t)c->calls : 1;
     s.nbuckets = 1024;
     while (s.nbuckets < (uint32_t)s.nreps * 64 && s.nbuckets < (1u << 22))
         s.nbuckets *= 2;
@@ -894,6 +903,16 @@ hcomm_status_t hcomm_sim_run(const hcomm_sim_model_t *m,
         for (uint32_t j = 0; j < s.reps[k].n; j++)
             if (s.reps[k].fin[j] > out->time) out->time = s.reps[k].fin[j];
     critical_path(&s, out);
+    /* Per call. The critical path runs through every call: its steps and
+     * messages are all the calls', its times a call's share. */
+    out->time /= s.calls;
+    out->cp_cpu /= s.calls;
+    out->cp_wait /= s.calls;
+    for (int l = 0; l < SIM_LEVELS; l++) {
+        out->bytes[l] /= s.calls;
+        out->msgs[l] /= s.calls;
+        out->cp_msg[l] /= s.calls;
+    }
 out:
     for (int k = 0; s.reps && k < s.nreps; k++)
         rep_free(&s.reps[k]);

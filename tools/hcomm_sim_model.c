@@ -6,7 +6,7 @@
  *    "levels": {"node":   {"latency_us": 1.0, "bandwidth_GBps": 10,
  *                          "eager_bandwidth_GBps": 0, "rendezvous_us": 0,
  *                          "copy_GBps": 0, "copy_start_us": 0,
- *                          "zcopy_bytes": 0},
+ *                          "zcopy_bytes": 0, "message_us": 0},
  *               "nic":    {"latency_us": 3.0, "bandwidth_GBps": 25},
  *               "switch": {"latency_us": 1.0, "bandwidth_GBps": 200}},
  *    "cpu": {"reduce_GBps": 10, "copy_GBps": 20, "overhead_us": 0.3,
@@ -48,14 +48,15 @@ static int level(json_t *levels, hcomm_sim_model_t *m, int lv, char *err,
     json_error_t je;
     double lu = m->lat[lv] * 1e6, gb = m->bw[lv] / 1e9,
            egb = m->eager_bw[lv] / 1e9, ru = m->rndv[lv] * 1e6,
-           cgb = m->copy_rate[lv] / 1e9, cu = m->copy_start[lv] * 1e6;
+           cgb = m->copy_rate[lv] / 1e9, cu = m->copy_start[lv] * 1e6,
+           mu = m->msg_cpu[lv] * 1e6;
     json_int_t zc = (json_int_t)m->zcopy_bytes[lv];
     if (!l) return 0;
     if (json_unpack_ex(l, &je, JSON_STRICT,
-                       "{s?F, s?F, s?F, s?F, s?F, s?F, s?I}", "latency_us", &lu,
-                       "bandwidth_GBps", &gb, "eager_bandwidth_GBps", &egb,
+                       "{s?F, s?F, s?F, s?F, s?F, s?F, s?I, s?F}", "latency_us",
+                       &lu, "bandwidth_GBps", &gb, "eager_bandwidth_GBps", &egb,
                        "rendezvous_us", &ru, "copy_GBps", &cgb, "copy_start_us",
-                       &cu, "zcopy_bytes", &zc) != 0) {
+                       &cu, "zcopy_bytes", &zc, "message_us", &mu) != 0) {
         snprintf(err, len, "levels.%s: %s", name, je.text);
         return -1;
     }
@@ -71,6 +72,7 @@ static int level(json_t *levels, hcomm_sim_model_t *m, int lv, char *err,
     m->copy_rate[lv] = cgb * 1e9;
     m->copy_start[lv] = cu * 1e-6;
     m->zcopy_bytes[lv] = (size_t)zc;
+    m->msg_cpu[lv] = mu * 1e-6;
     return 0;
 }
 

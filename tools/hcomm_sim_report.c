@@ -169,7 +169,8 @@ static int run_shape(const hcomm_sim_opts_t *o, const hcomm_sim_shape_t *sh,
                                      .esize = es,
                                      .root = o->root,
                                      .max_steps = o->max_steps,
-                                     .no_symmetry = o->no_symmetry};
+                                     .no_symmetry = o->no_symmetry,
+                                     .calls = o->calls};
             double t0 = seconds();
             hcomm_status_t st = hcomm_sim_run(&o->model, sh, &call, &w->r,
                                               w->why, sizeof(w->why));

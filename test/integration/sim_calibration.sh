@@ -33,5 +33,5 @@ check() { # record flags fitted-file checked-in-figures "N of M"
 check hcomm_sim_measured_gpuhost.json --no-netns hcomm_sim_here.json \
     hcomm_sim_gpuhost.json "36 of 48"
 check hcomm_sim_measured_gpuhost_fakehosts.json --fake-hosts \
-    hcomm_sim_fakehosts.json hcomm_sim_fakehosts.json "88 of 112"
+    hcomm_sim_fakehosts.json hcomm_sim_fakehosts.json "94 of 112"
 exit $fail

@@ -11,7 +11,7 @@
  *   bandwidth, the rendezvous' extra latency; with copies, the sender's
  *   copy-in and the receiver's copy-out, fragments pipelined, and both on a
  *   rank that sends and receives), and eight ranks sharing one NIC get an
- *   eighth of it each;
+ *   eighth of it each; a level's CPU a message, and calls back to back;
  * - the hierarchical allreduce no longer deadlocks where its tags wrap. */
 #include "coll/verify.h"
 #include "hcomm_sim.h"
@@ -292,6 +292,38 @@ static void test_copies(void **state) {
                      (o + 4 * c4 + 4 / 2e9 + lat + c4)) < 1e-12);
 }
 
+/* A level's CPU a message (message_us) on both sides, and calls back to
+ * back: a broadcast's root runs ahead, and the latency counts once; an
+ * exchange waits for its peer every call. */
+static void test_back_to_back(void **state) {
+    (void)state;
+    hcomm_sim_model_t m;
+    hcomm_sim_model_default(&m);
+    m.chunk_bytes = 1 << 30;
+    double o = m.overhead, lat = m.lat[SIM_NODE], wire = 4096 / m.bw[SIM_NODE];
+    double t1 = one_message(&m, 1, 4096);
+    assert_true(fabs(t1 - (o + wire + lat)) < 1e-12);
+    const double cpu = 2e-6;
+    m.msg_cpu[SIM_NODE] = cpu;
+    assert_true(fabs(one_message(&m, 1, 4096) - (t1 + cpu)) < 1e-12);
+    hcomm_sim_call_t b = {.algo = hcomm_algo_find(HCOMM_COLL_BCAST, "binomial"),
+                          .count = 4096,
+                          .esize = 1,
+                          .inplace = 1,
+                          .calls = 4};
+    /* the root's next call once its message has moved; the receiver's
+     * CPU keeps up: the latency once */
+    assert_true(fabs(sim_time(&m, 1, 2, &b) -
+                     (4 * (o + cpu + wire) + lat) / 4) < 1e-12);
+    hcomm_sim_call_t x = {
+        .algo = hcomm_algo_find(HCOMM_COLL_ALLREDUCE, "recursive_doubling"),
+        .count = 1024,
+        .esize = 4};
+    double one = sim_time(&m, 1, 2, &x);
+    x.calls = 4;
+    assert_true(fabs(sim_time(&m, 1, 2, &x) - one) < 1e-12);
+}
+
 /* A rendezvous that reads the sender's input goes at the cache's speed; one
  * that reads a block the sender wrote in the call, at cross_speedup times
  * the uncached rate, for the share of the call's data the cache holds.
@@ -402,6 +434,7 @@ int main(void) {
         cmocka_unit_test(test_tag_wrap),
         cmocka_unit_test(test_model),
         cmocka_unit_test(test_copies),
+        cmocka_unit_test(test_back_to_back),
         cmocka_unit_test(test_written_lines),
         cmocka_unit_test(test_symmetry),
         cmocka_unit_test(test_against_verifier),
