@@ -48,6 +48,8 @@ writing the figures into $OUT or the current directory. --passes P runs
 the whole measurement P times, each shape once a pass, and keeps each
 size's fastest (as HCOMM_CALIB_REPS does for runs back to back): a slow
 spell of the machine then costs one pass, not every run of one shape.
+The record keeps each pass's figures too ("passes of" each key), which
+show how far the machine repeats itself.
 Only the standard library; every number comes from the programs it runs.
 """
 import atexit
@@ -107,6 +109,8 @@ def recorded(key, measure):
                                   not key.startswith("perf ")):
         return MEASURED[key]  # measured once a pass, also when asked twice
     got = measure()
+    if key.startswith("perf ") and PASSES > 1:  # each pass's, as it came
+        MEASURED.setdefault("passes of " + key, []).append(got)
     if key in MEASURED:  # an earlier pass's: each size's fastest
         got = {z: min(t, MEASURED[key].get(z, t)) for z, t in got.items()}
     MEASURED[key] = got
