@@ -126,8 +126,9 @@ typedef struct {
     double max_build_seconds; /* refuse one whose plans take longer (0: 30) */
     int no_symmetry;          /* simulate every rank */
     /* Calls back to back, each rank starting the next once its last one
-     * is done, as hcomm_perf times them (0: 1); time is then per call. A
-     * rank that waits for nobody (a broadcast's root) runs ahead. */
+     * is done, as hcomm_perf times them (0: 1; on real buffers, 1); time,
+     * bytes and messages are then per call. A rank that waits for nobody
+     * (a broadcast's root) runs ahead. */
     int calls;
 } hcomm_sim_call_t;
 
