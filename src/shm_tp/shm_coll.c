@@ -703,7 +703,9 @@ static hcomm_status_t rooted_or_a2a_cma(hcomm_shm_op_t *op) {
     hcomm_shm_t *shm = op->shm;
     int me = shm->rank;
     size_t block = op->count * op->esize;
-    size_t mine = (size_t)me * block; /* this rank's block at the root */
+    /* this rank's block: in the root's buffers (gather, scatter), in
+     * every rank's send buffer (alltoall) */
+    size_t mine = (size_t)me * block;
     if (op->coll == HCOMM_COLL_GATHER) {
         if (me != op->root)
             return peer_write(op, op->root, mine, op->sendbuf, block);
@@ -719,16 +721,16 @@ static hcomm_status_t rooted_or_a2a_cma(hcomm_shm_op_t *op) {
             memcpy(op->recvbuf, op->sendbuf + mine, block);
         return HCOMM_SUCCESS;
     }
-    for (int k = 0; k < shm->size; k++) {
+    for (int k = 0; k < shm->size; k++) { /* alltoall */
         int r = hcomm_shm_rotated(shm, k);
         char *dst = op->recvbuf + (size_t)r * block;
-        size_t off = op->coll == HCOMM_COLL_GATHER ? 0 : (size_t)me * block;
         if (r == me) {
-            const char *src = (op->own_copy ? op->own_copy : op->sendbuf) + off;
+            const char *src =
+                (op->own_copy ? op->own_copy : op->sendbuf) + mine;
             if (dst != src) memcpy(dst, src, block);
             continue;
         }
-        hcomm_status_t st = hcomm_shm_peer_copy(op, r, 0, off, dst, block);
+        hcomm_status_t st = hcomm_shm_peer_copy(op, r, 0, mine, dst, block);
         if (st != HCOMM_SUCCESS) return st;
     }
     return HCOMM_SUCCESS;
