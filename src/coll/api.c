@@ -281,6 +281,8 @@ static void track_request(struct hcomm_request *req, const call_t *k,
                            ? k->flight_call
                            : hcomm_flight_begin(&c->flight, k->coll, k->dtype,
                                                 k->count, k->root, seq);
+    /* a blocking call's clock starts in its wait (tick) */
+    if (req->active) hcomm_flight_clock(&c->flight, req->flight_call);
     if (!pc) return;
     pc->algo = algo;
     pc->transport = transport;
@@ -378,6 +380,9 @@ static hcomm_status_t run_direct_a2av(call_t *k, hcomm_comm_impl_t *c,
     new_request(NULL, &req);
     k->flight_call =
         hcomm_flight_begin(&c->flight, k->coll, k->dtype, 0, k->root, 0);
+    /* the wait below has no entry to clock (a declined call's plan
+     * goes on with this one) */
+    hcomm_flight_clock(&c->flight, k->flight_call);
     hcomm_status_t st = hcomm_shm_op_start_a2av(
         &req.direct, c->shm, k->sendbuf, k->recvbuf, k->v->scounts,
         k->v->sdispls, k->v->rcounts, k->v->rdispls, k->dtype);
@@ -785,6 +790,8 @@ static hcomm_status_t run_call(const call_t *k, hcomm_comm_t comm,
         hcomm_hier_node_applies(c, k->coll, algo, k->count * esize)) {
         uint64_t call = hcomm_flight_begin(&c->flight, k->coll, k->dtype,
                                            k->count, k->root, 0);
+        /* its stages wait on other communicators */
+        hcomm_flight_clock(&c->flight, call);
         st = run_node_stages(k, c, &mem);
         hcomm_flight_end(&c->flight, call, st);
         if (pc) {

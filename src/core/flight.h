@@ -24,7 +24,12 @@ typedef struct {
     uint8_t coll, dtype, state;
     int root;
     size_t count;
-    double start, end; /* coarse monotonic seconds */
+    /* Coarse monotonic seconds from the first time the call was waited
+     * for (a wait looks every 256 polls) or, non-blocking, started, to its
+     * end; 0 and 0 for a call that ended sooner: a blocking call that ends
+     * at once reads no clock (two reads took 0.01 us of a 0.17-0.25 us
+     * 2-rank call on the GPU machine's host). */
+    double start, end;
     hcomm_status_t status;
 } hcomm_flight_entry_t;
 
@@ -47,6 +52,8 @@ void hcomm_flight_free(hcomm_flight_t *f);
 uint64_t hcomm_flight_begin(hcomm_flight_t *f, hcomm_coll_t coll,
                             hcomm_dtype_t dtype, size_t count, int root,
                             uint32_t seq);
+/* Starts the clock of a call unless it runs already. */
+void hcomm_flight_clock(hcomm_flight_t *f, uint64_t call);
 /* Records its end, unless newer calls have overwritten its slot. */
 void hcomm_flight_end(hcomm_flight_t *f, uint64_t call, hcomm_status_t st);
 

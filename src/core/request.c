@@ -240,6 +240,7 @@ static int tick(struct hcomm_request *req, unsigned mask, double gap) {
     if ((req->polls & 1023) == 0) hcomm_mpi_progress();
     hcomm_flight_poll();
     double t = hcomm_now_seconds();
+    hcomm_flight_clock(&c->flight, req->flight_call);
     if (req->last_look == 0 || t - req->last_look > gap) req->waiting_since = t;
     req->last_look = t;
     double waited = t - req->waiting_since;

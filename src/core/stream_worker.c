@@ -55,6 +55,9 @@ static struct {
        .lock = PTHREAD_MUTEX_INITIALIZER,
        .changed = PTHREAD_COND_INITIALIZER};
 
+/* The default TLS model, as every thread-local of this library: with
+ * initial-exec a Python program that loads it after numpy or torch finds
+ * no static TLS left ("cannot allocate memory in static TLS block"). */
 static _Thread_local int in_worker;
 
 int hcomm_stream_in_worker(void) {
