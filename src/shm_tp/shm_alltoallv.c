@@ -13,7 +13,9 @@
  * Once every record is published, every rank sees the same heads and takes
  * the same route:
  *  - every record whole: each peer's block from its record;
- *  - else, where the largest block of any rank, times the ranks, is at most
+ *  - else, where every rank's blocks can be read and the largest is large
+ *    enough (direct_first, as alltoall's rule), direct reads (below);
+ *  - else, where the largest block of any rank, times the ranks, is below
  *    HCOMM_SHM_SLOTS_MAX_MOVE: more rounds through the slots, as alltoall
  *    takes, each carrying a piece of every block (the call's rounds grow
  *    from one: it is blocking, so no later call holds round numbers yet);
@@ -115,9 +117,15 @@ static const block_t *table_of(const hcomm_shm_t *shm, int r, uint64_t seq) {
 }
 
 /* Whether blocks as large as largest go by direct reads, not through the
- * slots, where every rank's send buffer may be read (layout.h). */
+ * slots, where every rank's send buffer may be read: as alltoall's
+ * (layout.h), whose copies these are, in the same rotated order, at 2
+ * ranks from HCOMM_SHM_DIRECT_MIN_2, above from HCOMM_SHM_DIRECT_MIN_SPREAD
+ * in all (largest x ranks; measured on alltoall, not on alltoallv). */
 static int direct_first(const hcomm_shm_t *shm, uint64_t largest) {
-    return shm->cma && shm->size == 2 && largest >= HCOMM_SHM_DIRECT_MIN_2;
+    size_t n = (size_t)shm->size;
+    return shm->cma &&
+           (n == 2 ? largest >= HCOMM_SHM_DIRECT_MIN_2
+                   : largest >= (HCOMM_SHM_DIRECT_MIN_SPREAD + n - 1) / n);
 }
 
 /* The head as the counts decide it: the largest block sent, and the whole
@@ -316,7 +324,8 @@ static hcomm_status_t copy_blocks(hcomm_shm_op_t *op) {
  * they are not the route (above). */
 static size_t piece_rounds(const hcomm_shm_t *shm, uint64_t largest) {
     size_t piece = piece_bytes(shm), n = (size_t)shm->size;
-    if (!piece || largest > HCOMM_SHM_SLOTS_MAX_MOVE / n) return 0;
+    /* largest * n < HCOMM_SHM_SLOTS_MAX_MOVE, as alltoall's rule */
+    if (!piece || largest >= (HCOMM_SHM_SLOTS_MAX_MOVE + n - 1) / n) return 0;
     return (size_t)(largest + piece - 1) / piece;
 }
 

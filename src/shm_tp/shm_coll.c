@@ -1058,11 +1058,13 @@ void hcomm_shm_op_describe(const hcomm_shm_op_t *op, char *out, size_t len) {
  * at the root up to AllReduce's one-shot limit, then two-shot (the ranks
  * reduce a block each, the root copies them); larger, the plans; at 2
  * ranks one-shot at every size. Gather, scatter and alltoall through the
- * slots (two copies of each byte, from cache)
- * up to HCOMM_SHM_SLOTS_MAX_MOVE (all blocks; scatter, and gather above
- * 2 ranks, below it), then direct copies (one copy)
- * where the kernel allows them, else the plans (at 2 ranks scatter and
- * alltoall read directly from HCOMM_SHM_DIRECT_MIN_2). alltoallv always
+ * slots (two copies of each byte, from cache), then direct copies (one
+ * copy) where the kernel allows them, from HCOMM_SHM_DIRECT_MIN_SPREAD in
+ * all where the copies spread over the ranks' memory (alltoall, a 2-rank
+ * gather), from HCOMM_SHM_SLOTS_MAX_MOVE where they all land on the
+ * root's; at 2 ranks scatter and alltoall from HCOMM_SHM_DIRECT_MIN_2 a
+ * block. Without direct copies the slots take up to
+ * HCOMM_SHM_SLOTS_MAX_MOVE, the plans past it. alltoallv always
  * starts on the segment, which declines blocks too large for it
  * (shm_alltoallv.c). */
 #define SLOTS_MAX_REDUCE (256u << 10)
@@ -1074,13 +1076,15 @@ static int oneshot_fits(size_t bytes, size_t peers) {
            (size_t)hcomm_cfg_int(HCOMM_CFG_FAST_PATH_SMALL_MSG);
 }
 
-/* Gather, scatter and alltoall of blocks of bytes: through the slots up
- * to HCOMM_SHM_SLOTS_MAX_MOVE in all, direct copies past it. */
-static hcomm_shm_algo_t slots_then_direct(const hcomm_shm_t *shm,
-                                          size_t bytes) {
-    if (bytes * (size_t)shm->size <= HCOMM_SHM_SLOTS_MAX_MOVE)
-        return HCOMM_SHM_ONESHOT;
-    return shm->cma ? HCOMM_SHM_CMA : HCOMM_SHM_NONE;
+/* Gather, scatter and alltoall of blocks of bytes: through the slots
+ * below direct_from bytes in all, direct copies from it; without them the
+ * slots up to HCOMM_SHM_SLOTS_MAX_MOVE, then the plans. */
+static hcomm_shm_algo_t slots_then_direct(const hcomm_shm_t *shm, size_t bytes,
+                                          size_t direct_from) {
+    size_t all = bytes * (size_t)shm->size;
+    if (all < direct_from) return HCOMM_SHM_ONESHOT;
+    if (shm->cma) return HCOMM_SHM_CMA;
+    return all < HCOMM_SHM_SLOTS_MAX_MOVE ? HCOMM_SHM_ONESHOT : HCOMM_SHM_NONE;
 }
 
 hcomm_shm_algo_t hcomm_shm_select(const hcomm_shm_t *shm, hcomm_coll_t coll,
@@ -1136,27 +1140,17 @@ hcomm_shm_algo_t hcomm_shm_select(const hcomm_shm_t *shm, hcomm_coll_t coll,
         return oneshot_fits(bytes, peers) ? HCOMM_SHM_ONESHOT
                                           : HCOMM_SHM_TWOSHOT;
     case HCOMM_COLL_SCATTER: /* bytes: one block */
-        /* 2 MiB in all overflows the cache through the slots: on the
-         * 16-core host direct reads took 76-190 us there, the slots
-         * 176-240 (0.86-0.98x MPI), at 4, 8 and 16 ranks; at 512 KiB and
-         * 1 MiB the slots were as fast or faster. */
-        if (shm->cma && bytes * (size_t)shm->size >= HCOMM_SHM_SLOTS_MAX_MOVE)
-            return HCOMM_SHM_CMA;
-        /* fall through */
     case HCOMM_COLL_ALLTOALL:
         if (shm->cma && peers == 1 && bytes >= HCOMM_SHM_DIRECT_MIN_2)
             return HCOMM_SHM_CMA;
-        return slots_then_direct(shm, bytes);
+        return slots_then_direct(shm, bytes,
+                                 coll == HCOMM_COLL_ALLTOALL
+                                     ? HCOMM_SHM_DIRECT_MIN_SPREAD
+                                     : HCOMM_SHM_SLOTS_MAX_MOVE);
     case HCOMM_COLL_GATHER: /* bytes: one block */
-        /* Above 2 ranks, from 2 MiB in all the ranks' writes into the
-         * root: on the 16-core host at 4, 8 and 16 ranks, 2 MiB took 58,
-         * 143 and 234 us that way against 301, 265 and 270 through the
-         * slots (1.28-5.19x MPI against 0.99-1.10x); at 128 KiB-1 MiB the
-         * two were within the runs' spread. */
-        if (shm->cma && peers > 1 &&
-            bytes * (size_t)shm->size >= HCOMM_SHM_SLOTS_MAX_MOVE)
-            return HCOMM_SHM_CMA;
-        return slots_then_direct(shm, bytes);
+        return slots_then_direct(shm, bytes,
+                                 peers == 1 ? HCOMM_SHM_DIRECT_MIN_SPREAD
+                                            : HCOMM_SHM_SLOTS_MAX_MOVE);
     default:
         return HCOMM_SHM_NONE;
     }

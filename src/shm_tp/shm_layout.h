@@ -141,16 +141,28 @@ static inline void hcomm_shm_prefetch(const char *p, size_t bytes) {
         __builtin_prefetch(p + i);
 }
 
-/* Gather, scatter, alltoall and alltoallv move at most this many bytes (all
- * blocks) through the slots: two copies of each byte, from cache, where
- * direct reads (one copy) start to win above 2 ranks (README, "Shared
- * memory"). */
+/* The slots carry less than this many bytes (all blocks) of a call that
+ * moves blocks: two copies of each byte, from cache. Scatter and gather
+ * above 2 ranks go to direct copies (one copy) from it, where the slots
+ * overflow the cache, although all of those copies land on the root's
+ * memory: 2 MiB in all on the 16-core host took 176-240 us through the
+ * slots and 76-190 directly (scatter), 265-301 and 58-234 (gather), at
+ * 4-16 ranks; at 512 KiB and 1 MiB the direct copies took 1.2-1.6x longer
+ * (README, "Shared memory"). */
 #define HCOMM_SHM_SLOTS_MAX_MOVE (2u << 20)
+/* Alltoall and alltoallv above 2 ranks, and gather at 2, go to direct
+ * copies from this many bytes in all: each of their copies lands on a
+ * different rank's memory (alltoall's ranks read their peers in rotated
+ * order). On the 16-core host they took 1.9-2.7x less time that way
+ * than through the slots at 512 KiB and 1 MiB (alltoall at 4, 8 and 16
+ * ranks, gather at 2). */
+#define HCOMM_SHM_DIRECT_MIN_SPREAD (512u << 10)
 /* At 2 ranks scatter, alltoall and alltoallv read blocks from this size
  * directly where the kernel allows it: here
  * 128 KiB to 2 MiB blocks took 1.3-2x longer through the slots, 64
- * KiB 1.1-1.5x, 32 KiB about the same (gather's slots stay ahead: its root
- * copies out while the peer copies in). */
+ * KiB 1.1-1.5x, 32 KiB about the same (a gather's slots stay ahead below
+ * HCOMM_SHM_DIRECT_MIN_SPREAD: its root copies out while the peer copies
+ * in). */
 #define HCOMM_SHM_DIRECT_MIN_2 (64u << 10)
 
 /* Publishes where this rank's buffer of len bytes is: a region id and

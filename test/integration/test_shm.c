@@ -318,9 +318,34 @@ static void check_gather_scatter(hcomm_comm_t comm, const char *what,
     free(mine);
 }
 
+/* AllToAll of n bytes a block, in place (sendbuf == recvbuf) and not. */
+static void check_alltoall(hcomm_comm_t comm, const char *what, size_t n) {
+    size_t all_bytes = n * (size_t)nranks;
+    unsigned char *send = malloc(all_bytes), *recv = malloc(all_bytes);
+    for (int inplace = 0; inplace < 2; inplace++) {
+        unsigned char *src = inplace ? recv : send;
+        memset(recv, 0, all_bytes);
+        for (size_t i = 0; i < all_bytes; i++)
+            src[i] = byte_of(rank * nranks + (int)(i / n), i % n);
+        CHECK_OK(hcomm_alltoall(src, recv, n, HCOMM_UINT8, comm));
+        size_t bad = 0;
+        for (size_t i = 0; i < all_bytes; i++)
+            bad += recv[i] != byte_of((int)(i / n) * nranks + rank, i % n);
+        CHECK(bad == 0, "%s: alltoall count %zu %s: %zu wrong", what, n,
+              inplace ? "in place" : "out of place", bad);
+    }
+    free(send);
+    free(recv);
+}
+
 /* Past 4 MiB in all, allgather and reduce_scatter take the node stages
- * on even nodes too. */
+ * on even nodes too. Gather, scatter and alltoall either side of where
+ * the slots give way to direct copies (512 KiB and 2 MiB in all). */
 static void check_large(hcomm_comm_t comm, const char *what) {
+    for (size_t all = 256u << 10; all <= (2u << 20); all *= 2)
+        check_alltoall(comm, what, all / (size_t)nranks);
+    check_alltoall(comm, what, ((512u << 10) - 1) / (size_t)nranks);
+    check_gather_scatter(comm, what, (512u << 10) / (size_t)nranks);
     check_gather_scatter(comm, what, (2u << 20) / (size_t)nranks);
     check_gather_scatter(comm, what, 1100007);
     check_allgather(comm, what, 1100007);

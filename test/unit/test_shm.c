@@ -774,9 +774,10 @@ static void test_run_ahead(void **state) {
  * not (more rounds through the slots), blocks past what the slots move
  * (direct reads of the send buffers; in place, declined, nothing moved),
  * blocks of 64 KiB (at 2 ranks direct reads; in place, and above 2 ranks,
- * rounds), then a rank that sends one element more than its receiver
- * expects: every rank fails, nothing written (last: the segment is failed
- * after it). Counts: what rank i sends rank j, alike both ways for in
+ * rounds), blocks of 512 KiB in all (direct reads where the tables can be
+ * read; in place rounds), then a rank that sends one element more than its
+ * receiver expects: every rank fails, nothing written (last: the segment is
+ * failed after it). Counts: what rank i sends rank j, alike both ways for in
  * place. */
 enum {
     A2AV_SMALL,
@@ -784,6 +785,7 @@ enum {
     A2AV_LARGE,
     A2AV_HUGE,
     A2AV_MID,
+    A2AV_SPREAD,
     A2AV_MISMATCH,
     A2AV_SHAPES
 };
@@ -812,6 +814,8 @@ static size_t a2av_count(int shape, int P, int i, int j) {
         return (2u << 20) / 4 / (size_t)P + (size_t)(i + j) % 3;
     case A2AV_MID: /* HCOMM_SHM_DIRECT_MIN_2 and a little more */
         return (64u << 10) / 4 + (size_t)(i + j) % 3;
+    case A2AV_SPREAD: /* HCOMM_SHM_DIRECT_MIN_SPREAD in all, a little more */
+        return (512u << 10) / 4 / (size_t)P + (size_t)(i + j) % 3;
     default:
         return (size_t)(i + j) % 5 + 36;
     }
@@ -833,6 +837,8 @@ static a2av_route_t a2av_route(int shape, int P, int ip) {
         whole &= a2av_whole(shape, P, r);
     if (whole) return ROUTE_RECORDS;
     if (shape == A2AV_MID && P == 2) return ip ? ROUTE_ROUNDS : ROUTE_DIRECT;
+    if (shape == A2AV_SPREAD) /* the tables must be read too */
+        return 40 + 24 * (size_t)P <= SLOT && !ip ? ROUTE_DIRECT : ROUTE_ROUNDS;
     if (shape != A2AV_HUGE) return ROUTE_ROUNDS;
     return 40 + 24 * (size_t)P <= SLOT && !ip ? ROUTE_DIRECT : ROUTE_NONE;
 }
@@ -932,8 +938,48 @@ static void test_alltoallv(void **state) {
         assert_int_equal(a2av_route(A2AV_HUGE, P, 0),
                          P < 7 ? ROUTE_DIRECT : ROUTE_NONE);
         assert_true(a2av_route(A2AV_MID, P, 0) == ROUTE_DIRECT || P > 2);
+        assert_int_equal(a2av_route(A2AV_SPREAD, P, 0),
+                         P < 7 ? ROUTE_DIRECT : ROUTE_ROUNDS);
+        assert_int_equal(a2av_route(A2AV_SPREAD, P, 1), ROUTE_ROUNDS);
         assert_true(a2av_whole(A2AV_MIXED, P, 1) || P == 2 || P > 3);
     }
+}
+
+/* Gather, scatter and alltoall take the slots below a limit in all and
+ * direct copies from it: 512 KiB for alltoall and a 2-rank gather, whose
+ * copies spread over the ranks, 2 MiB for scatter and gather above 2
+ * ranks, whose copies all meet the root's memory; at 2 ranks scatter and
+ * alltoall read directly from a 64 KiB block. Without direct copies the
+ * slots go on to 2 MiB, then the plans. */
+static void test_slots_limit(void **state) {
+    (void)state;
+    static const hcomm_coll_t colls[] = {HCOMM_COLL_GATHER, HCOMM_COLL_SCATTER,
+                                         HCOMM_COLL_ALLTOALL};
+    const size_t most = 2u << 20;
+    for (int P = 2; P <= 17; P++)
+        for (int cma = 0; cma < 2; cma++)
+            for (size_t c = 0; c < sizeof(colls) / sizeof(colls[0]); c++) {
+                hcomm_coll_t coll = colls[c];
+                hcomm_shm_t shm = {.size = P, .cma = cma};
+                size_t limit = coll == HCOMM_COLL_ALLTOALL ||
+                                       (coll == HCOMM_COLL_GATHER && P == 2)
+                                   ? 512u << 10
+                                   : most;
+                size_t below = (limit - 1) / (size_t)P,
+                       from = (limit + (size_t)P - 1) / (size_t)P,
+                       past = (most + (size_t)P - 1) / (size_t)P;
+                int early = cma && P == 2 && coll != HCOMM_COLL_GATHER;
+                assert_int_equal(hcomm_shm_select(&shm, coll, below),
+                                 early ? HCOMM_SHM_CMA : HCOMM_SHM_ONESHOT);
+                assert_int_equal(hcomm_shm_select(&shm, coll, from),
+                                 cma            ? HCOMM_SHM_CMA
+                                 : limit < most ? HCOMM_SHM_ONESHOT
+                                                : HCOMM_SHM_NONE);
+                assert_int_equal(hcomm_shm_select(&shm, coll, past),
+                                 cma ? HCOMM_SHM_CMA : HCOMM_SHM_NONE);
+                assert_int_equal(hcomm_shm_select(&shm, coll, 8),
+                                 HCOMM_SHM_ONESHOT);
+            }
 }
 
 static void test_2_ranks(void **state) {
@@ -967,6 +1013,7 @@ int main(void) {
         cmocka_unit_test(test_4_ranks),
         cmocka_unit_test(test_5_ranks),
         cmocka_unit_test(test_8_ranks),
-        cmocka_unit_test(test_alltoallv)};
+        cmocka_unit_test(test_alltoallv),
+        cmocka_unit_test(test_slots_limit)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
