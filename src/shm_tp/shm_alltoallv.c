@@ -117,15 +117,12 @@ static const block_t *table_of(const hcomm_shm_t *shm, int r, uint64_t seq) {
 }
 
 /* Whether blocks as large as largest go by direct reads, not through the
- * slots, where every rank's send buffer may be read: as alltoall's
- * (layout.h), whose copies these are, in the same rotated order, at 2
- * ranks from HCOMM_SHM_DIRECT_MIN_2, above from HCOMM_SHM_DIRECT_MIN_SPREAD
- * in all (largest x ranks; measured on alltoall, not on alltoallv). */
+ * slots, where every rank's send buffer may be read: where alltoall's
+ * would, whose copies these are, in the same rotated order (layout.h;
+ * measured on alltoall, not on alltoallv). */
 static int direct_first(const hcomm_shm_t *shm, uint64_t largest) {
-    size_t n = (size_t)shm->size;
-    return shm->cma &&
-           (n == 2 ? largest >= HCOMM_SHM_DIRECT_MIN_2
-                   : largest >= (HCOMM_SHM_DIRECT_MIN_SPREAD + n - 1) / n);
+    return hcomm_shm_select(shm, HCOMM_COLL_ALLTOALL, (size_t)largest) ==
+           HCOMM_SHM_CMA;
 }
 
 /* The head as the counts decide it: the largest block sent, and the whole
