@@ -1060,13 +1060,12 @@ void hcomm_shm_op_describe(const hcomm_shm_op_t *op, char *out, size_t len) {
  * ranks one-shot at every size. Gather, scatter and alltoall through the
  * slots (two copies of each byte, from cache), then direct copies (one
  * copy) where the kernel allows them, from HCOMM_SHM_DIRECT_MIN_SPREAD in
- * all where the copies spread over the ranks' memory (alltoall, a 2-rank
- * gather), from HCOMM_SHM_SLOTS_MAX_MOVE where they all land on the
- * root's; at 2 ranks scatter and alltoall from HCOMM_SHM_DIRECT_MIN_2 a
- * block. Without direct copies the slots take up to
- * HCOMM_SHM_SLOTS_MAX_MOVE, the plans past it. alltoallv always
- * starts on the segment, which declines blocks too large for it
- * (shm_alltoallv.c). */
+ * all where the copies spread over the ranks' memory (alltoall), from
+ * HCOMM_SHM_SLOTS_MAX_MOVE where they all land on the root's; at 2 ranks
+ * scatter and alltoall from HCOMM_SHM_DIRECT_MIN_2 a block, gather from
+ * HCOMM_SHM_DIRECT_MIN_GATHER_2 in all. Without direct copies the slots take up
+ * to HCOMM_SHM_SLOTS_MAX_MOVE, the plans past it. alltoallv always starts on
+ * the segment, which declines blocks too large for it (shm_alltoallv.c). */
 #define SLOTS_MAX_REDUCE (256u << 10)
 
 /* A one-shot reduction: each rank that reduces reads bytes from every
@@ -1149,7 +1148,7 @@ hcomm_shm_algo_t hcomm_shm_select(const hcomm_shm_t *shm, hcomm_coll_t coll,
                                      : HCOMM_SHM_SLOTS_MAX_MOVE);
     case HCOMM_COLL_GATHER: /* bytes: one block */
         return slots_then_direct(shm, bytes,
-                                 peers == 1 ? HCOMM_SHM_DIRECT_MIN_SPREAD
+                                 peers == 1 ? HCOMM_SHM_DIRECT_MIN_GATHER_2
                                             : HCOMM_SHM_SLOTS_MAX_MOVE);
     default:
         return HCOMM_SHM_NONE;

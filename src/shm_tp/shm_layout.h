@@ -150,19 +150,27 @@ static inline void hcomm_shm_prefetch(const char *p, size_t bytes) {
  * 4-16 ranks; at 512 KiB and 1 MiB the direct copies took 1.2-1.6x longer
  * (README, "Shared memory"). */
 #define HCOMM_SHM_SLOTS_MAX_MOVE (2u << 20)
-/* Alltoall and alltoallv above 2 ranks, and gather at 2, go to direct
- * copies from this many bytes in all: each of their copies lands on a
- * different rank's memory (alltoall's ranks read their peers in rotated
- * order). On the 16-core host they took 1.9-2.7x less time that way
- * than through the slots at 512 KiB and 1 MiB (alltoall at 4, 8 and 16
- * ranks, gather at 2). */
-#define HCOMM_SHM_DIRECT_MIN_SPREAD (512u << 10)
+/* Alltoall and alltoallv above 2 ranks go to direct copies from this
+ * many bytes in all: each of their copies lands on a different rank's
+ * memory (their ranks read their peers in rotated order). On the 16-core
+ * host they took 1.9-2.7x less time that way than through the slots at
+ * 512 KiB and 1 MiB (alltoall at 4, 8 and 16 ranks), 1.1-2x less at 256
+ * KiB (alltoallv 2-3.6x at 512 KiB and 1 MiB); at 128 KiB alltoall at 16
+ * ranks took longer. */
+#define HCOMM_SHM_DIRECT_MIN_SPREAD (256u << 10)
+/* A 2-rank gather goes to direct copies (its peer writes into the root)
+ * from this many bytes in all. Through the slots its root copies one
+ * slot out while its peer fills the other: here (2 cores) that took 1.8
+ * us at 128 KiB and 3.4 at 256 KiB where direct copies took 6-7.6 and
+ * 10-12 (MPI 6.5-8.5 and 11.5-15); on the 16-core host direct copies
+ * were faster from 128 KiB (4 us against 7-8, 7 against 11-12; MPI 12
+ * and 21) and 2x at 512 KiB. Here the slots' lead is the larger, and
+ * either way both stay ahead of MPI below this. */
+#define HCOMM_SHM_DIRECT_MIN_GATHER_2 (512u << 10)
 /* At 2 ranks scatter, alltoall and alltoallv read blocks from this size
  * directly where the kernel allows it: here
  * 128 KiB to 2 MiB blocks took 1.3-2x longer through the slots, 64
- * KiB 1.1-1.5x, 32 KiB about the same (a gather's slots stay ahead below
- * HCOMM_SHM_DIRECT_MIN_SPREAD: its root copies out while the peer copies
- * in). */
+ * KiB 1.1-1.5x, 32 KiB about the same (a gather: above). */
 #define HCOMM_SHM_DIRECT_MIN_2 (64u << 10)
 
 /* Publishes where this rank's buffer of len bytes is: a region id and

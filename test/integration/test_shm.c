@@ -340,11 +340,14 @@ static void check_alltoall(hcomm_comm_t comm, const char *what, size_t n) {
 
 /* Past 4 MiB in all, allgather and reduce_scatter take the node stages
  * on even nodes too. Gather, scatter and alltoall either side of where
- * the slots give way to direct copies (512 KiB and 2 MiB in all). */
+ * the slots give way to direct copies (256 KiB, 512 KiB at 2 ranks and 2
+ * MiB in all). */
 static void check_large(hcomm_comm_t comm, const char *what) {
-    for (size_t all = 256u << 10; all <= (2u << 20); all *= 2)
+    for (size_t all = 128u << 10; all <= (2u << 20); all *= 2)
         check_alltoall(comm, what, all / (size_t)nranks);
-    check_alltoall(comm, what, ((512u << 10) - 1) / (size_t)nranks);
+    check_alltoall(comm, what, ((256u << 10) - 1) / (size_t)nranks);
+    check_gather_scatter(comm, what, (256u << 10) / (size_t)nranks);
+    check_gather_scatter(comm, what, ((512u << 10) - 1) / (size_t)nranks);
     check_gather_scatter(comm, what, (512u << 10) / (size_t)nranks);
     check_gather_scatter(comm, what, (2u << 20) / (size_t)nranks);
     check_gather_scatter(comm, what, 1100007);

@@ -773,12 +773,12 @@ static void test_run_ahead(void **state) {
  * every route: every record whole (blocks from the records), some or all
  * not (more rounds through the slots), blocks past what the slots move
  * (direct reads of the send buffers; in place, declined, nothing moved),
- * blocks of 64 KiB (at 2 ranks direct reads; in place, and above 2 ranks,
- * rounds), blocks of 512 KiB in all (direct reads where the tables can be
- * read; in place rounds), then a rank that sends one element more than its
- * receiver expects: every rank fails, nothing written (last: the segment is
- * failed after it). Counts: what rank i sends rank j, alike both ways for in
- * place. */
+ * blocks of 64 KiB (at 2 ranks direct reads; in place, and at 3 ranks,
+ * rounds; from 4 ranks as the next), blocks of 256 KiB in all (direct reads
+ * where the tables can be read; in place rounds), then a rank that sends one
+ * element more than its receiver expects: every rank fails, nothing written
+ * (last: the segment is failed after it). Counts: what rank i sends rank j,
+ * alike both ways for in place. */
 enum {
     A2AV_SMALL,
     A2AV_MIXED,
@@ -815,7 +815,7 @@ static size_t a2av_count(int shape, int P, int i, int j) {
     case A2AV_MID: /* HCOMM_SHM_DIRECT_MIN_2 and a little more */
         return (64u << 10) / 4 + (size_t)(i + j) % 3;
     case A2AV_SPREAD: /* HCOMM_SHM_DIRECT_MIN_SPREAD in all, a little more */
-        return (512u << 10) / 4 / (size_t)P + (size_t)(i + j) % 3;
+        return (256u << 10) / 4 / (size_t)P + (size_t)(i + j) % 3;
     default:
         return (size_t)(i + j) % 5 + 36;
     }
@@ -837,7 +837,9 @@ static a2av_route_t a2av_route(int shape, int P, int ip) {
         whole &= a2av_whole(shape, P, r);
     if (whole) return ROUTE_RECORDS;
     if (shape == A2AV_MID && P == 2) return ip ? ROUTE_ROUNDS : ROUTE_DIRECT;
-    if (shape == A2AV_SPREAD) /* the tables must be read too */
+    /* from HCOMM_SHM_DIRECT_MIN_SPREAD in all; the tables must be read
+     * too */
+    if (shape == A2AV_SPREAD || (shape == A2AV_MID && P >= 4))
         return 40 + 24 * (size_t)P <= SLOT && !ip ? ROUTE_DIRECT : ROUTE_ROUNDS;
     if (shape != A2AV_HUGE) return ROUTE_ROUNDS;
     return 40 + 24 * (size_t)P <= SLOT && !ip ? ROUTE_DIRECT : ROUTE_NONE;
@@ -946,11 +948,11 @@ static void test_alltoallv(void **state) {
 }
 
 /* Gather, scatter and alltoall take the slots below a limit in all and
- * direct copies from it: 512 KiB for alltoall and a 2-rank gather, whose
- * copies spread over the ranks, 2 MiB for scatter and gather above 2
- * ranks, whose copies all meet the root's memory; at 2 ranks scatter and
- * alltoall read directly from a 64 KiB block. Without direct copies the
- * slots go on to 2 MiB, then the plans. */
+ * direct copies from it: 256 KiB for alltoall, whose copies spread over
+ * the ranks, 512 KiB for a 2-rank gather, 2 MiB for scatter and gather
+ * above 2 ranks, whose copies all meet the root's memory; at 2 ranks
+ * scatter and alltoall read directly from a 64 KiB block. Without direct
+ * copies the slots go on to 2 MiB, then the plans. */
 static void test_slots_limit(void **state) {
     (void)state;
     static const hcomm_coll_t colls[] = {HCOMM_COLL_GATHER, HCOMM_COLL_SCATTER,
@@ -961,8 +963,8 @@ static void test_slots_limit(void **state) {
             for (size_t c = 0; c < sizeof(colls) / sizeof(colls[0]); c++) {
                 hcomm_coll_t coll = colls[c];
                 hcomm_shm_t shm = {.size = P, .cma = cma};
-                size_t limit = coll == HCOMM_COLL_ALLTOALL ||
-                                       (coll == HCOMM_COLL_GATHER && P == 2)
+                size_t limit = coll == HCOMM_COLL_ALLTOALL ? 256u << 10
+                               : coll == HCOMM_COLL_GATHER && P == 2
                                    ? 512u << 10
                                    : most;
                 size_t below = (limit - 1) / (size_t)P,
