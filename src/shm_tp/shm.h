@@ -34,7 +34,9 @@
  * HCOMM_SHM_LAG calls unchecked, or before it starts any other call; a
  * mismatch then fails that later call with HCOMM_ERR_MISMATCH. So that
  * the descriptors are still there, a ring entry whose round has no slot
- * data waits HCOMM_SHM_LAG rounds more before it is reused. Ranks whose calls
+ * data waits HCOMM_SHM_LAG rounds more before it is reused. A receiver of
+ * a 2-rank broadcast or scatter has compared its one peer's descriptor
+ * before it read, and keeps nothing to compare later. Ranks whose calls
  * differ still never touch memory past each other's buffers: the readers
  * compare before they read. (Folding every call's descriptor into a chain
  * that one read a peer compares, for more calls unchecked, cost more than

@@ -857,17 +857,22 @@ static int after_arrive(hcomm_shm_op_t *op, hcomm_status_t *st) {
     }
 }
 
+/* Whether this rank reads the root's data alone: a broadcast's or a
+ * scatter's receiver. */
+static int reads_the_root(const hcomm_shm_op_t *op) {
+    return op->shm->rank != op->root &&
+           (op->coll == HCOMM_COLL_BCAST || op->coll == HCOMM_COLL_SCATTER);
+}
+
 /* Whether this round's inputs are there: every peer's, or the root's. A
  * call's first round waits for every peer, whose descriptor it checks: a
  * broadcast root too, which then no longer runs ahead of its receivers. */
 static int inputs_arrived(hcomm_shm_op_t *op) {
-    int me = op->shm->rank;
     /* A lagged receiver reads the root's data only if the root's
      * descriptor is its own; else it waits for every rank's to explain.
      * The root's arrival is read once: a root that arrived after a first
      * look but before a second would have its data read unchecked. */
-    if (op->lagged && me != op->root &&
-        (op->coll == HCOMM_COLL_BCAST || op->coll == HCOMM_COLL_SCATTER)) {
+    if (op->lagged && reads_the_root(op)) {
         if (!reached(op, op->root, SHM_ARRIVE, op->seq)) return 0;
         const uint64_t *d = hcomm_shm_desc(op->shm, op->root, op->seq);
         if (!hcomm_shm_desc_equal(d, op->desc)) op->lagged = 0;
@@ -887,6 +892,13 @@ static int inputs_arrived(hcomm_shm_op_t *op) {
         return op->shm->rank != op->root ||
                all_reached(op, SHM_ARRIVE, op->seq);
     return all_reached(op, SHM_ARRIVE, op->seq);
+}
+
+/* Whether a lagged rank has compared every peer's descriptor already: a
+ * 2-rank receiver of the root alone compared the root's before it read
+ * (inputs_arrived), and has no other peer to compare later. */
+static int compared_all(const hcomm_shm_op_t *op) {
+    return op->shm->size == 2 && reads_the_root(op);
 }
 
 /* Whether this rank must stay until every peer has finished the round:
@@ -981,7 +993,7 @@ hcomm_status_t hcomm_shm_op_progress(hcomm_shm_op_t *op) {
             /* fall through */
         case PHASE_ARRIVE: {
             if (!inputs_arrived(op)) return waiting(op);
-            if (op->lagged) {
+            if (op->lagged && !compared_all(op)) {
                 hcomm_shm_unchecked_t *u = &shm->unchecked[shm->nunchecked++];
                 u->seq = op->seq;
                 memcpy(u->desc, op->desc, sizeof(u->desc));
