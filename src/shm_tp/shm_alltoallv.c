@@ -320,9 +320,10 @@ static hcomm_status_t copy_blocks(hcomm_shm_op_t *op) {
 /* The rounds through the slots that the largest block needs, or 0 where
  * they are not the route (above). */
 static size_t piece_rounds(const hcomm_shm_t *shm, uint64_t largest) {
-    size_t piece = piece_bytes(shm), n = (size_t)shm->size;
-    /* largest * n < HCOMM_SHM_SLOTS_MAX_MOVE, as alltoall's rule */
-    if (!piece || largest >= (HCOMM_SHM_SLOTS_MAX_MOVE + n - 1) / n) return 0;
+    size_t piece = piece_bytes(shm);
+    /* as alltoall's slots take them */
+    if (!piece || !hcomm_shm_all_below(shm, largest, HCOMM_SHM_SLOTS_MAX_MOVE))
+        return 0;
     return (size_t)(largest + piece - 1) / piece;
 }
 

@@ -1092,10 +1092,11 @@ static int oneshot_fits(size_t bytes, size_t peers) {
  * slots up to HCOMM_SHM_SLOTS_MAX_MOVE, then the plans. */
 static hcomm_shm_algo_t slots_then_direct(const hcomm_shm_t *shm, size_t bytes,
                                           size_t direct_from) {
-    size_t all = bytes * (size_t)shm->size;
-    if (all < direct_from) return HCOMM_SHM_ONESHOT;
+    if (hcomm_shm_all_below(shm, bytes, direct_from)) return HCOMM_SHM_ONESHOT;
     if (shm->cma) return HCOMM_SHM_CMA;
-    return all < HCOMM_SHM_SLOTS_MAX_MOVE ? HCOMM_SHM_ONESHOT : HCOMM_SHM_NONE;
+    return hcomm_shm_all_below(shm, bytes, HCOMM_SHM_SLOTS_MAX_MOVE)
+               ? HCOMM_SHM_ONESHOT
+               : HCOMM_SHM_NONE;
 }
 
 hcomm_shm_algo_t hcomm_shm_select(const hcomm_shm_t *shm, hcomm_coll_t coll,

@@ -150,6 +150,13 @@ static inline void hcomm_shm_prefetch(const char *p, size_t bytes) {
  * 4-16 ranks; at 512 KiB and 1 MiB the direct copies took 1.2-1.6x longer
  * (README, "Shared memory"). */
 #define HCOMM_SHM_SLOTS_MAX_MOVE (2u << 20)
+/* Whether a block of bytes for each rank comes to less than limit in all
+ * (a comparison that cannot overflow). */
+static inline int hcomm_shm_all_below(const hcomm_shm_t *shm, uint64_t block,
+                                      size_t limit) {
+    size_t n = (size_t)shm->size;
+    return block < (limit + n - 1) / n;
+}
 /* Alltoall and alltoallv above 2 ranks go to direct copies from this
  * many bytes in all: each of their copies lands on a different rank's
  * memory (their ranks read their peers in rotated order). On the 16-core
