@@ -4,8 +4,8 @@
  * fast path).
  *
  * Segment: one area per rank, each holding counters on their own cache
- * lines, a ring of 16 small entries, two copies (by sequence parity) of
- * an input slot and a result slot, and a ring of 16 sub-slots of 4 KiB:
+ * lines, a ring of 32 small entries, two copies (by sequence parity) of
+ * an input slot and a result slot, and a ring of 32 sub-slots of 4 KiB:
  *   arrive  = s: the rank's data (or, for CMA, its buffer addresses) for
  *                round s is published (in round s's ring entry, followed by
  *                the data when it fits; else in round s's sub-slot when
@@ -14,8 +14,9 @@
  *   done    = s: it has finished reading everything of round s.
  * Rounds are numbered alike on every rank (each direct call takes as many
  * consecutive numbers as it has rounds), so a rank writes a ring entry
- * (or sub-slot) only once every peer's done >= s - 16 + HCOMM_SHM_LAG
- * (below), and the parity-s slots once every peer's done >= s - 2.
+ * (or sub-slot) only once every peer's done >= s - 32 +
+ * HCOMM_SHM_LAG_MAX (below), and the parity-s slots once every peer's
+ * done >= s - 2.
  *
  * Ranks that pass different arguments would count different rounds and
  * read or write past each other's buffers: the first round's ring entry
@@ -30,19 +31,26 @@
  * the descriptors either: as in MPI, it publishes and returns, so that it
  * runs ahead of its receivers. A rank that reads the root's data checks
  * the root's descriptor before it reads. Every other descriptor of such a
- * call is compared later: at the latest when a rank would hold more than
- * HCOMM_SHM_LAG calls unchecked, or before it starts any other call; a
- * mismatch then fails that later call with HCOMM_ERR_MISMATCH. So that
- * the descriptors are still there, a ring entry whose round has no slot
- * data waits HCOMM_SHM_LAG rounds more before it is reused. A receiver of
- * a 2-rank broadcast or scatter has compared its one peer's descriptor
- * before it read, and keeps nothing to compare later. Ranks whose calls
- * differ still never touch memory past each other's buffers: the readers
- * compare before they read. (Folding every call's descriptor into a chain
- * that one read a peer compares, for more calls unchecked, cost more than
- * it saved: on 16 cores a gather's or reduce's root at 8 and 16 ranks
- * took 0.1-0.15 us more a call, whether the chains sat apart or in the
- * ring entries, where the check reads a second line a peer.)
+ * call is checked later: at the latest when a rank would hold more than
+ * HCOMM_SHM_LAG calls unchecked (HCOMM_SHM_LAG_2 at 2 ranks), or before
+ * it starts any other call; a
+ * mismatch then fails that later call with HCOMM_ERR_MISMATCH. Ranks
+ * whose calls differ still never touch memory past each other's buffers:
+ * the readers compare before they read.
+ *
+ * Above 2 ranks the later check compares every peer's descriptor, as
+ * found in the call's ring entry, which therefore waits HCOMM_SHM_LAG_MAX
+ * rounds more before it is reused. At 2 ranks the one peer compared
+ * every descriptor already where it read (a receiver compares the root's,
+ * a gather's root the leaf's), and says so on its done line
+ * (shm_layout.h): the check reads that one line for up to
+ * HCOMM_SHM_LAG_MAX calls, and compares descriptors only where the peer
+ * finished the round without that word (it read no one's: a mismatch) or
+ * stopped at a mismatch; a receiver keeps nothing to check. (Comparing
+ * descriptors there, one line a call, held a root to 4 calls ahead; a
+ * chain of every call's descriptors on the done line, or a vouch written
+ * with the done counter, made the root wait for the peer to finish the
+ * calls it checks.)
  *
  * Calls on one communicator run their rounds in call order: a call starts
  * once the previous direct call on the communicator has completed locally.
@@ -71,10 +79,13 @@ typedef struct {
     size_t stride;
 } hcomm_shm_region_t;
 
-/* One-round calls whose peers' descriptors are not compared yet (shm.h):
+/* One-round calls whose peers' descriptors are not checked yet (above):
  * at most this many per rank, so that a mismatch surfaces within as many
- * calls. */
+ * calls. At 2 ranks a check costs one line for all of them, above one a
+ * peer for each. */
 #define HCOMM_SHM_LAG 4
+#define HCOMM_SHM_LAG_2 16
+#define HCOMM_SHM_LAG_MAX HCOMM_SHM_LAG_2
 
 typedef struct {
     uint64_t seq, desc[2];
@@ -108,8 +119,14 @@ typedef struct hcomm_shm {
     hcomm_status_t failed; /* a call found a mismatch: later ones fail */
     /* Oldest first: the rounds last done, one per call (any other call
      * compares them all before it starts). */
-    hcomm_shm_unchecked_t unchecked[HCOMM_SHM_LAG];
+    hcomm_shm_unchecked_t unchecked[HCOMM_SHM_LAG_MAX];
     int nunchecked;
+    /* 2 ranks: this rank's mask of rounds compared (its done line's), and
+     * the peer's line as last read */
+    uint64_t compared, peer_done, peer_compared;
+    /* 2 ranks: unchecked rounds checked by comparing descriptors (a
+     * mismatch: the peer stopped, or compared nothing); for tests */
+    unsigned long compared_later;
 } hcomm_shm_t;
 
 typedef enum {

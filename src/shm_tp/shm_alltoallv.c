@@ -257,7 +257,7 @@ void hcomm_shm_a2av_publish(hcomm_shm_op_t *op) {
  * without this rank's done, so the segment fails, as on any mismatch. */
 static hcomm_status_t mismatch(const hcomm_shm_op_t *op) {
     hcomm_shm_t *shm = op->shm;
-    shm->failed = HCOMM_ERR_MISMATCH;
+    hcomm_shm_fail_mismatch(shm);
     for (int a = 0; a < shm->size; a++) {
         const block_t *ta = table_of(shm, a, op->seq);
         for (int b = 0; ta && b < shm->size; b++) {

@@ -109,7 +109,7 @@ hcomm_status_t hcomm_shm_desc_mismatch(hcomm_shm_t *shm, uint64_t seq,
                                        int earlier) {
     char why[400];
     explain(shm, seq, why, sizeof(why));
-    shm->failed = HCOMM_ERR_MISMATCH;
+    hcomm_shm_fail_mismatch(shm);
     hcomm_coll_t coll =
         (hcomm_coll_t)(hcomm_shm_desc(shm, shm->rank, seq)[1] & 0xff);
     return hcomm_error(HCOMM_ERR_MISMATCH, "%s%s: %s", hcomm_coll_name(coll),

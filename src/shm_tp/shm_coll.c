@@ -76,23 +76,82 @@ static void publish(hcomm_shm_op_t *op, hcomm_shm_flag_t f) {
                           op->seq, memory_order_release);
 }
 
-/* Compares the descriptors of the unchecked rounds, oldest first, as far
- * as the peers have published them: HCOMM_ERR_IN_PROGRESS while some are
- * left, HCOMM_ERR_MISMATCH at a difference. */
+/* A lagged rank's limit of unchecked calls (shm.h). */
+static int lag_limit(const hcomm_shm_t *shm) {
+    return shm->size == 2 ? HCOMM_SHM_LAG_2 : HCOMM_SHM_LAG;
+}
+
+/* Sets or clears round seq's bit in this rank's mask of rounds compared
+ * (2 ranks, shm_layout.h); a mask that does not change is not stored:
+ * the line stays put. */
+static void set_compared(hcomm_shm_t *shm, uint64_t seq, int compared) {
+    uint64_t bit = 1ull << (seq % 64);
+    uint64_t mask = compared ? shm->compared | bit : shm->compared & ~bit;
+    if (mask == shm->compared) return;
+    shm->compared = mask;
+    atomic_store_explicit(&hcomm_shm_done_line(shm, shm->rank)->compared, mask,
+                          memory_order_release);
+}
+
+/* The round's reads are over. The bit of round seq + AHEAD, which was
+ * round seq + AHEAD - 64's, is cleared for it. */
+static void publish_done(hcomm_shm_op_t *op) {
+    if (op->shm->size == 2)
+        set_compared(op->shm, op->seq + HCOMM_SHM_COMPARED_AHEAD, 0);
+    publish(op, SHM_DONE);
+}
+
+/* Whether a 2-rank peer compared the descriptors of an unchecked round:
+ * 1 yes, 0 not yet, -1 compare them here (it finished the round without,
+ * or stopped at a mismatch). The peer's line is read again only for a
+ * round it was not known to have compared: it rewrites the line every
+ * round, and reading it for every one would cost a miss each. */
+static int peer_compared(hcomm_shm_op_t *op, uint64_t seq) {
+    hcomm_shm_t *shm = op->shm;
+    uint64_t bit = 1ull << (seq % 64);
+    int peer = 1 - shm->rank;
+    if (shm->peer_done + HCOMM_SHM_COMPARED_AHEAD >= seq &&
+        (shm->peer_compared & bit))
+        return 1;
+    if (shm->peer_done >= seq) return -1;
+    const hcomm_shm_done_line_t *line = hcomm_shm_done_line(shm, peer);
+    uint64_t done = atomic_load_explicit(&line->done, memory_order_acquire);
+    int failed = atomic_load_explicit(&line->failed, memory_order_acquire) != 0;
+    shm->peer_done = done;
+    shm->peer_compared =
+        atomic_load_explicit(&line->compared, memory_order_acquire);
+    uint64_t *known = &shm->known[(size_t)SHM_DONE * 2 + (size_t)peer];
+    if (done > *known) *known = done;
+    if (done + HCOMM_SHM_COMPARED_AHEAD >= seq && (shm->peer_compared & bit))
+        return 1;
+    if (done >= seq || failed) return -1;
+    atomic_store_explicit(&op->waiting_for, peer, memory_order_relaxed);
+    return 0;
+}
+
+/* Checks the unchecked rounds, oldest first, as far as the peers allow:
+ * HCOMM_ERR_IN_PROGRESS while some are left, HCOMM_ERR_MISMATCH at a
+ * difference. */
 static hcomm_status_t check_unchecked(hcomm_shm_op_t *op) {
     hcomm_shm_t *shm = op->shm;
-    /* the peers' lines of every unchecked round at once, not one miss
-     * after the other */
-    for (int u = 0; u < shm->nunchecked; u++)
+    /* above 2 ranks the peers' lines of every unchecked round at once,
+     * not one miss after the other */
+    for (int u = 0; shm->size > 2 && u < shm->nunchecked; u++)
         for (int p = 0; p < shm->size; p++)
             if (p != shm->rank)
                 __builtin_prefetch(
                     hcomm_shm_entry(shm, p, shm->unchecked[u].seq));
     while (shm->nunchecked) {
         const hcomm_shm_unchecked_t *u = &shm->unchecked[0];
-        if (!all_reached(op, SHM_ARRIVE, u->seq)) return HCOMM_ERR_IN_PROGRESS;
-        if (hcomm_shm_desc_differs(shm, u->seq, u->desc))
-            return hcomm_shm_desc_mismatch(shm, u->seq, 1);
+        int v = shm->size == 2 ? peer_compared(op, u->seq) : -1;
+        if (v == 0) return HCOMM_ERR_IN_PROGRESS;
+        if (v < 0) {
+            if (!all_reached(op, SHM_ARRIVE, u->seq))
+                return HCOMM_ERR_IN_PROGRESS;
+            if (hcomm_shm_desc_differs(shm, u->seq, u->desc))
+                return hcomm_shm_desc_mismatch(shm, u->seq, 1);
+            if (shm->size == 2) shm->compared_later++;
+        }
         shm->nunchecked--;
         memmove(shm->unchecked, shm->unchecked + 1,
                 (size_t)shm->nunchecked * sizeof(*u));
@@ -100,23 +159,21 @@ static hcomm_status_t check_unchecked(hcomm_shm_op_t *op) {
     return HCOMM_SUCCESS;
 }
 
+/* Whether a call is one whose ranks may lag (below): one round through
+ * the ring entries or slots of a rooted collective. */
+static int rooted_one_round(const hcomm_shm_op_t *op) {
+    return op->algo == HCOMM_SHM_ONESHOT && op->rounds == 1 &&
+           (op->coll == HCOMM_COLL_BCAST || op->coll == HCOMM_COLL_SCATTER ||
+            op->coll == HCOMM_COLL_GATHER || op->coll == HCOMM_COLL_REDUCE);
+}
+
 /* Whether a call is one whose rank waits for no peer's descriptor but the
- * root's, or none (shm.h): one round through the ring entries or slots of
- * a rooted collective, on host memory, other than a gather's or reduce's
- * root, which reads every rank's data anyway. */
+ * root's, or none (shm.h): on host memory, any rank of such a call but a
+ * gather's or reduce's root, which reads every rank's data anyway. */
 static int lags(const hcomm_shm_op_t *op) {
-    if (op->algo != HCOMM_SHM_ONESHOT || op->rounds != 1) return 0;
-    int root = op->shm->rank == op->root;
-    switch (op->coll) {
-    case HCOMM_COLL_BCAST:
-    case HCOMM_COLL_SCATTER:
-        return 1;
-    case HCOMM_COLL_GATHER:
-    case HCOMM_COLL_REDUCE:
-        return !root;
-    default:
-        return 0;
-    }
+    return rooted_one_round(op) &&
+           (op->coll == HCOMM_COLL_BCAST || op->coll == HCOMM_COLL_SCATTER ||
+            op->shm->rank != op->root);
 }
 
 /* Copies bytes between local memory and a peer's address: reads them
@@ -915,14 +972,14 @@ static int waits_for_readers(const hcomm_shm_op_t *op) {
  * nothing else) reuses those of round seq - HCOMM_SHM_RING; any other
  * writes the slots (or, for CMA, the buffer addresses) of its parity,
  * last used by round seq - 2. A peer may still compare the descriptors of
- * its last HCOMM_SHM_LAG rounds done, which stay in their ring entries
+ * its last HCOMM_SHM_LAG_MAX rounds done, which stay in their ring entries
  * until then (shm.h). */
 static uint64_t reuse_distance(const hcomm_shm_op_t *op) {
     /* A rank that puts no data in the slots (a scatter's or broadcast's
      * receiver, a gather's root) writes only its ring entry. */
     if (op->algo == HCOMM_SHM_ONESHOT &&
         (!hcomm_shm_in_slot(round_in_bytes(op)) || !publishes_block(op)))
-        return HCOMM_SHM_RING - HCOMM_SHM_LAG;
+        return HCOMM_SHM_RING - HCOMM_SHM_LAG_MAX;
     return 2;
 }
 
@@ -966,13 +1023,13 @@ hcomm_status_t hcomm_shm_op_progress(hcomm_shm_op_t *op) {
             if (shm->completed + 1 != op->first)
                 return shm->failed ? op_end(op, failed_earlier(op))
                                    : HCOMM_ERR_IN_PROGRESS;
-            /* at most HCOMM_SHM_LAG calls unchecked, and none before
-             * a call that waits for every rank anyway */
-            if (shm->nunchecked >= (op->lagged ? HCOMM_SHM_LAG : 1)) {
+            /* at most lag_limit() calls unchecked, and none before a
+             * call that waits for every rank anyway */
+            if (shm->nunchecked >= (op->lagged ? lag_limit(shm) : 1)) {
                 st = check_unchecked(op);
                 if (st != HCOMM_SUCCESS && st != HCOMM_ERR_IN_PROGRESS)
                     return op_end(op, st);
-                if (shm->nunchecked >= (op->lagged ? HCOMM_SHM_LAG : 1))
+                if (shm->nunchecked >= (op->lagged ? lag_limit(shm) : 1))
                     return HCOMM_ERR_IN_PROGRESS;
                 st = HCOMM_SUCCESS;
             }
@@ -997,9 +1054,12 @@ hcomm_status_t hcomm_shm_op_progress(hcomm_shm_op_t *op) {
                 hcomm_shm_unchecked_t *u = &shm->unchecked[shm->nunchecked++];
                 u->seq = op->seq;
                 memcpy(u->desc, op->desc, sizeof(u->desc));
-            } else if (op->seq == op->first &&
-                       (st = hcomm_shm_desc_check(op)) != HCOMM_SUCCESS) {
-                return op_end(op, st);
+            } else if (op->seq == op->first) {
+                if ((st = hcomm_shm_desc_check(op)) != HCOMM_SUCCESS)
+                    return op_end(op, st);
+                /* only where the peer may lag: else it never asks */
+                if (shm->size == 2 && rooted_one_round(op))
+                    set_compared(shm, op->seq, 1);
             }
             int next = after_arrive(op, &st);
             if (st != HCOMM_SUCCESS) return op_end(op, st);
@@ -1027,7 +1087,7 @@ hcomm_status_t hcomm_shm_op_progress(hcomm_shm_op_t *op) {
             continue;
         }
         /* The round's reads are over. */
-        publish(op, SHM_DONE);
+        publish_done(op);
         if (waits_for_readers(op)) {
             op->phase = PHASE_DONE;
             continue;
@@ -1044,7 +1104,7 @@ void hcomm_shm_op_describe(const hcomm_shm_op_t *op, char *out, size_t len) {
                                  "reduced blocks from", "the end of reads by"};
     if (op->phase == PHASE_TURN && op->shm->nunchecked)
         snprintf(out, len,
-                 "shared memory: the descriptor of round %llu from rank %d",
+                 "shared memory: the check of round %llu, waiting for rank %d",
                  (unsigned long long)op->shm->unchecked[0].seq,
                  atomic_load_explicit(&op->waiting_for, memory_order_relaxed));
     else if (op->phase == PHASE_TURN)

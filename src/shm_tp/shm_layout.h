@@ -16,7 +16,7 @@
  * HCOMM_SHM_RING small rounds ahead of its slowest peer, so it reads a
  * peer's done counter once per several rounds, not every round. Larger
  * rounds put their data in the slot of their parity. */
-#define HCOMM_SHM_RING 16
+#define HCOMM_SHM_RING 32
 #define HCOMM_SHM_ENTRY 512
 /* Rounds too large for their entry but at most this large (a scatter
  * root's blocks of 128 B at 8 ranks, say) go in a ring of as many
@@ -75,6 +75,38 @@ static inline _Atomic uint64_t *hcomm_shm_flag(const hcomm_shm_t *shm, int rank,
                                : hcomm_shm_area(shm, rank) +
                                      (size_t)(f - 1) * HCOMM_SHM_LINE;
     return (_Atomic uint64_t *)(void *)at;
+}
+
+/* At 2 ranks the done counter's line also says, for rounds near its
+ * owner's (bit seq % 64), those in which it compared its peer's
+ * descriptor equal to its own, set as it compared (shm.h); failed: the
+ * owner found a mismatch and stopped. Round seq's bit is cleared when the
+ * owner is done with round seq - HCOMM_SHM_COMPARED_AHEAD, so a bit read
+ * once its owner was done with that round is seq's: a rank writes round
+ * seq's ring entry (and then checks seq) only once its peer is done with
+ * seq - (RING - LAG_MAX), and the peer cannot be done with seq + RING
+ * before the rank is done with seq + LAG_MAX, which it is not while seq is
+ * unchecked (the ring entry of round seq + RING waits for that). */
+#define HCOMM_SHM_COMPARED_AHEAD 24
+_Static_assert(HCOMM_SHM_COMPARED_AHEAD > HCOMM_SHM_RING - HCOMM_SHM_LAG_MAX &&
+                   HCOMM_SHM_COMPARED_AHEAD + HCOMM_SHM_RING < 64,
+               "a compared bit is its round's while the peer checks it");
+typedef struct {
+    _Atomic uint64_t done, compared, failed;
+} hcomm_shm_done_line_t;
+
+static inline hcomm_shm_done_line_t *hcomm_shm_done_line(const hcomm_shm_t *shm,
+                                                         int rank) {
+    return (hcomm_shm_done_line_t *)(void *)hcomm_shm_flag(shm, rank, SHM_DONE,
+                                                           0);
+}
+
+/* This rank found a mismatch: its later calls fail at once, and peers
+ * that wait for its done counter to check a round see why it stopped. */
+static inline void hcomm_shm_fail_mismatch(hcomm_shm_t *shm) {
+    shm->failed = HCOMM_ERR_MISMATCH;
+    atomic_store_explicit(&hcomm_shm_done_line(shm, shm->rank)->failed, 1,
+                          memory_order_release);
 }
 
 static inline hcomm_shm_info_t *hcomm_shm_info(const hcomm_shm_t *shm,

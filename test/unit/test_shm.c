@@ -647,12 +647,27 @@ static void test_mismatch(void **state) {
  * rank passes another count, or (roots_differ) one where every rank names
  * itself the root, so that no rank reads and only the later comparisons
  * (shm.h) can tell: every rank fails with HCOMM_ERR_MISMATCH within
- * HCOMM_SHM_LAG calls more, and the readers' buffers stay untouched. */
+ * as many calls more as a rank may leave unchecked, and the readers'
+ * buffers stay untouched. At 2 ranks the calls that ran ahead were checked
+ * by the peer's word that it compared them (shm_layout.h's done line),
+ * not by comparing descriptors again. Then the same
+ * with gathers, whose leaves run ahead of the root: the last rank passes
+ * another count (the root stops; the other leaves learn it from the root's
+ * done line), or every rank names the next one the root, so that no rank
+ * reads. */
+typedef enum {
+    MISMATCH_BCAST_COUNT,
+    MISMATCH_BCAST_ROOTS,
+    MISMATCH_GATHER_COUNT,
+    MISMATCH_GATHER_ROOTS,
+    MISMATCH_KINDS
+} ahead_mismatch_t;
 #define AHEAD_CALLS 168
 typedef struct {
     rank_t *rk;
-    int roots_differ;
+    ahead_mismatch_t kind;
     int wrong, calls_failed;
+    unsigned long compared_later; /* after the calls that match */
     int receiver_kept; /* a 2-rank receiver's calls kept to compare later */
     hcomm_status_t mismatch;
     int mismatch_calls;
@@ -725,19 +740,29 @@ static void *ahead_main(void *arg) {
             }
         }
     }
+    a->compared_later = rk->shm->compared_later;
     /* the mismatch */
-    size_t n = me == P - 1 && !a->roots_differ ? 9 : 5;
-    int root = a->roots_differ ? me : 0;
+    int gather = a->kind >= MISMATCH_GATHER_COUNT;
+    int root = a->kind == MISMATCH_BCAST_ROOTS    ? me
+               : a->kind == MISMATCH_GATHER_ROOTS ? (me + 1) % P
+                                                  : 0;
+    size_t n = me == P - 1 && (a->kind == MISMATCH_BCAST_COUNT ||
+                               a->kind == MISMATCH_GATHER_COUNT)
+                   ? 9
+                   : 5;
     memset(a->untouched, 0x5a, sizeof(a->untouched));
     a->mismatch = HCOMM_SUCCESS;
     for (a->mismatch_calls = 0;
-         a->mismatch == HCOMM_SUCCESS && a->mismatch_calls <= HCOMM_SHM_LAG;
+         a->mismatch == HCOMM_SUCCESS && a->mismatch_calls <= HCOMM_SHM_LAG_MAX;
          a->mismatch_calls++) {
         hcomm_shm_op_t op;
-        if (me == root) memset(a->untouched, 0x33, sizeof(a->untouched));
-        a->mismatch = hcomm_shm_op_start(
-            &op, rk->shm, HCOMM_SHM_ONESHOT, HCOMM_COLL_BCAST, a->untouched,
-            a->untouched, n, HCOMM_UINT8, HCOMM_SUM, root);
+        if (me == root && !gather)
+            memset(a->untouched, 0x33, sizeof(a->untouched));
+        a->mismatch =
+            hcomm_shm_op_start(&op, rk->shm, HCOMM_SHM_ONESHOT,
+                               gather ? HCOMM_COLL_GATHER : HCOMM_COLL_BCAST,
+                               gather ? send : a->untouched, a->untouched, n,
+                               HCOMM_UINT8, HCOMM_SUM, root);
         if (a->mismatch == HCOMM_SUCCESS) a->mismatch = drive(&op, NULL);
     }
     return NULL;
@@ -755,26 +780,110 @@ static void test_run_ahead(void **state) {
     (void)state;
     threads_slot = 8192; /* rounds in entries, sub-slots and slots */
     for (int P = 2; P <= 5; P++)
-        for (int roots_differ = 0; roots_differ < 2; roots_differ++) {
+        for (int kind = 0; kind < MISMATCH_KINDS; kind++) {
             rank_t rk[MAXP];
             ahead_rank_t a[MAXP];
             for (int r = 0; r < P; r++)
-                a[r] =
-                    (ahead_rank_t){.rk = &rk[r], .roots_differ = roots_differ};
+                a[r] = (ahead_rank_t){.rk = &rk[r],
+                                      .kind = (ahead_mismatch_t)kind};
             run_threads(P, rk, ahead_main, a, sizeof(a[0]));
             for (int r = 0; r < P; r++) {
                 assert_int_equal(a[r].calls_failed, 0);
                 assert_int_equal(a[r].wrong, 0);
                 assert_int_equal(a[r].receiver_kept, 0);
+                assert_int_equal(a[r].compared_later, 0);
                 assert_int_equal(a[r].mismatch, HCOMM_ERR_MISMATCH);
-                assert_true(a[r].mismatch_calls <= HCOMM_SHM_LAG + 1);
-                /* a reader of another count copied nothing */
-                for (size_t i = 0;
-                     r == P - 1 && !roots_differ && i < sizeof(a[r].untouched);
-                     i++)
+                assert_true(a[r].mismatch_calls <=
+                            (P == 2 ? HCOMM_SHM_LAG_2 : HCOMM_SHM_LAG) + 1);
+                /* a reader of another count copied nothing, nor did a
+                 * gather's root */
+                int reader = (kind == MISMATCH_BCAST_COUNT && r == P - 1) ||
+                             kind >= MISMATCH_GATHER_COUNT;
+                for (size_t i = 0; reader && i < sizeof(a[r].untouched); i++)
                     assert_int_equal(a[r].untouched[i], 0x5a);
             }
         }
+}
+
+/* A blocking call waits for its peers' part in it, never for their next
+ * call: a broadcast from rank 0 (every receiver keeps it to check later,
+ * above 2 ranks), then a gather to rank 1, which must check the broadcast
+ * before it starts (shm.h) while rank 0, a leaf that ran ahead, waits for
+ * rank 1 to finish its gather before it calls again (as a program whose
+ * rank 0 then waits for a message from rank 1 would), then a barrier. */
+typedef struct {
+    rank_t *rk;
+    hcomm_status_t bcast, gather, barrier;
+    int wrong, waited_in_vain;
+    _Atomic int *gathered; /* rank 1's gather returned */
+} next_call_rank_t;
+
+/* Drives one call for at most 10 s. */
+static hcomm_status_t drive_a_while(hcomm_shm_op_t *op) {
+    struct timespec t0, t;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (;;) {
+        hcomm_status_t st = hcomm_shm_op_progress(op);
+        if (st != HCOMM_ERR_IN_PROGRESS) return st;
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        if (t.tv_sec - t0.tv_sec > 10) return HCOMM_ERR_TIMEOUT;
+        sched_yield();
+    }
+}
+
+static void *next_call_main(void *arg) {
+    next_call_rank_t *a = arg;
+    hcomm_shm_t *shm = a->rk->shm;
+    int me = a->rk->rank, P = a->rk->size;
+    unsigned char buf[5], block[3] = {(unsigned char)me, 7, 9}, all[3 * MAXP];
+    hcomm_shm_op_t op;
+    memset(buf, me ? 0 : 0x42, sizeof(buf));
+    memset(all, 0xee, sizeof(all));
+    a->bcast =
+        hcomm_shm_op_start(&op, shm, HCOMM_SHM_ONESHOT, HCOMM_COLL_BCAST, buf,
+                           buf, sizeof(buf), HCOMM_UINT8, HCOMM_SUM, 0);
+    if (a->bcast == HCOMM_SUCCESS) a->bcast = drive_a_while(&op);
+    a->gather =
+        hcomm_shm_op_start(&op, shm, HCOMM_SHM_ONESHOT, HCOMM_COLL_GATHER,
+                           block, all, 3, HCOMM_UINT8, HCOMM_SUM, 1);
+    if (a->gather == HCOMM_SUCCESS) a->gather = drive_a_while(&op);
+    if (me == 1) atomic_store(a->gathered, 1);
+    for (int i = 0; me == 0 && !atomic_load(a->gathered); i++) {
+        if (i == 10000) {
+            a->waited_in_vain = 1;
+            break;
+        }
+        nanosleep(&(struct timespec){0, 1000000}, NULL);
+    }
+    a->barrier =
+        hcomm_shm_op_start(&op, shm, HCOMM_SHM_ONESHOT, HCOMM_COLL_BARRIER,
+                           NULL, NULL, 0, HCOMM_UINT8, HCOMM_SUM, 0);
+    if (a->barrier == HCOMM_SUCCESS) a->barrier = drive_a_while(&op);
+    for (size_t i = 0; i < sizeof(buf); i++)
+        a->wrong += buf[i] != 0x42;
+    for (int r = 0; me == 1 && r < P; r++)
+        a->wrong +=
+            all[3 * r] != r || all[3 * r + 1] != 7 || all[3 * r + 2] != 9;
+    return NULL;
+}
+
+static void test_no_wait_for_next_call(void **state) {
+    (void)state;
+    for (int P = 2; P <= 5; P++) {
+        rank_t rk[MAXP];
+        next_call_rank_t a[MAXP];
+        _Atomic int gathered = 0;
+        for (int r = 0; r < P; r++)
+            a[r] = (next_call_rank_t){.rk = &rk[r], .gathered = &gathered};
+        run_threads(P, rk, next_call_main, a, sizeof(a[0]));
+        for (int r = 0; r < P; r++) {
+            assert_int_equal(a[r].bcast, HCOMM_SUCCESS);
+            assert_int_equal(a[r].gather, HCOMM_SUCCESS);
+            assert_int_equal(a[r].barrier, HCOMM_SUCCESS);
+            assert_int_equal(a[r].wrong, 0);
+            assert_int_equal(a[r].waited_in_vain, 0);
+        }
+    }
 }
 
 /* alltoallv (shm.h, shm_alltoallv.c): int32 blocks whose counts take
@@ -1018,6 +1127,7 @@ int main(void) {
         cmocka_unit_test(test_mismatch),
         cmocka_unit_test(test_gpu_agreement),
         cmocka_unit_test_teardown(test_run_ahead, default_slot),
+        cmocka_unit_test(test_no_wait_for_next_call),
         cmocka_unit_test(test_2_ranks),
         cmocka_unit_test(test_3_ranks),
         cmocka_unit_test(test_4_ranks),
