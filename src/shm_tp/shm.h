@@ -33,10 +33,9 @@
  * the root's descriptor before it reads. Every other descriptor of such a
  * call is checked later: at the latest when a rank would hold more than
  * HCOMM_SHM_LAG calls unchecked (HCOMM_SHM_LAG_2 at 2 ranks), or before
- * it starts any other call; a
- * mismatch then fails that later call with HCOMM_ERR_MISMATCH. Ranks
- * whose calls differ still never touch memory past each other's buffers:
- * the readers compare before they read.
+ * it starts any other call; a mismatch then fails that later call with
+ * HCOMM_ERR_MISMATCH. Ranks whose calls differ still never touch memory
+ * past each other's buffers: the readers compare before they read.
  *
  * Above 2 ranks the later check compares every peer's descriptor, as
  * found in the call's ring entry, which therefore waits HCOMM_SHM_LAG_MAX
@@ -46,7 +45,9 @@
  * (shm_layout.h): the check reads that one line for up to
  * HCOMM_SHM_LAG_MAX calls, and compares descriptors only where the peer
  * finished the round without that word (it read no one's: a mismatch) or
- * stopped at a mismatch; a receiver keeps nothing to check. (Comparing
+ * stopped at a mismatch; a receiver, whose root is its one peer, waits
+ * for the root's descriptor as any rank of an unrooted call does, and
+ * keeps nothing to check. (Comparing
  * descriptors there, one line a call, held a root to 4 calls ahead; a
  * chain of every call's descriptors on the done line, or a vouch written
  * with the done counter, made the root wait for the peer to finish the

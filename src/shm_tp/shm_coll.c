@@ -169,11 +169,14 @@ static int rooted_one_round(const hcomm_shm_op_t *op) {
 
 /* Whether a call is one whose rank waits for no peer's descriptor but the
  * root's, or none (shm.h): on host memory, any rank of such a call but a
- * gather's or reduce's root, which reads every rank's data anyway. */
+ * gather's or reduce's root, which reads every rank's data anyway, and a
+ * 2-rank receiver, whose root is every peer it has. */
 static int lags(const hcomm_shm_op_t *op) {
-    return rooted_one_round(op) &&
-           (op->coll == HCOMM_COLL_BCAST || op->coll == HCOMM_COLL_SCATTER ||
-            op->shm->rank != op->root);
+    if (!rooted_one_round(op)) return 0;
+    if (op->shm->rank == op->root)
+        return op->coll == HCOMM_COLL_BCAST || op->coll == HCOMM_COLL_SCATTER;
+    return op->coll == HCOMM_COLL_GATHER || op->coll == HCOMM_COLL_REDUCE ||
+           op->shm->size > 2;
 }
 
 /* Copies bytes between local memory and a peer's address: reads them
@@ -951,13 +954,6 @@ static int inputs_arrived(hcomm_shm_op_t *op) {
     return all_reached(op, SHM_ARRIVE, op->seq);
 }
 
-/* Whether a lagged rank has compared every peer's descriptor already: a
- * 2-rank receiver of the root alone compared the root's before it read
- * (inputs_arrived), and has no other peer to compare later. */
-static int compared_all(const hcomm_shm_op_t *op) {
-    return op->shm->size == 2 && reads_the_root(op);
-}
-
 /* Whether this rank must stay until every peer has finished the round:
  * CMA peers read its own buffers, which are the blocks it publishes (a
  * broadcast's, only the root's), or, a gather's root, write into them. */
@@ -1050,7 +1046,7 @@ hcomm_status_t hcomm_shm_op_progress(hcomm_shm_op_t *op) {
             /* fall through */
         case PHASE_ARRIVE: {
             if (!inputs_arrived(op)) return waiting(op);
-            if (op->lagged && !compared_all(op)) {
+            if (op->lagged) {
                 hcomm_shm_unchecked_t *u = &shm->unchecked[shm->nunchecked++];
                 u->seq = op->seq;
                 memcpy(u->desc, op->desc, sizeof(u->desc));

@@ -7,9 +7,8 @@
  *    buffers), every rank gets HCOMM_ERR_MISMATCH with a message that
  *    names the field and the ranks (a rank that reads no peer's data in a
  *    one-round broadcast, within HCOMM_SHM_LAG calls more, HCOMM_SHM_LAG_2
- *    at 2 ranks), and the
- *    communicator is broken (a call queued behind the failed one fails
- *    too, at once);
+ *    at 2 ranks), and the communicator is broken (a call queued behind the
+ *    failed one fails too, at once);
  *  - on the plans (no segment), a rank that receives a message of the
  *    wrong length gets HCOMM_ERR_MISMATCH naming the peer and both sizes,
  *    instead of MPI aborting the job (MPI_ERR_TRUNCATE) or a silent
