@@ -38,7 +38,7 @@ static void usage(FILE *f) {
         "  --sweep FROM         also every node count FROM, 2 FROM, ... N\n"
         "  --json               one JSON object per row\n"
         "  --no-symmetry        simulate every rank\n"
-        "  --max-steps N        refuse runs over N simulated steps (20M)\n"
+        "  --max-steps N        refuse runs over N simulated steps (32M)\n"
         "  --calls N            N calls back to back, time per call, as\n"
         "                       hcomm_perf times them (1)\n"
         "  --select-table       write src/coll/select_table.c for the figures\n"

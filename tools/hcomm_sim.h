@@ -122,7 +122,7 @@ typedef struct {
     void **sendbufs, **recvbufs;
     hcomm_dtype_t dtype;
     hcomm_op_t op;
-    uint64_t max_steps; /* refuse a run that would simulate more (0: 20M) */
+    uint64_t max_steps; /* refuse a run that would simulate more (0: 32M) */
     double max_build_seconds; /* refuse one whose plans take longer (0: 30) */
     int no_symmetry;          /* simulate every rank */
     /* Calls back to back, each rank starting the next once its last one

@@ -872,7 +872,7 @@ hcomm_status_t hcomm_sim_run(const hcomm_sim_model_t *m,
         s.reduce = hcomm_kernel_reduce(c->dtype, c->op);
         s.scale = hcomm_kernel_scale(c->dtype);
     }
-    uint64_t budget = c->max_steps ? c->max_steps : UINT64_C(20000000);
+    uint64_t budget = c->max_steps ? c->max_steps : UINT64_C(32000000);
     double limit = c->max_build_seconds > 0 ? c->max_build_seconds : 30;
     double t0 = now_seconds();
     for (int k = 0; k < s.nreps; k++) {

@@ -57,6 +57,13 @@ void hcomm_ring_allgather(hcomm_plan_t *plan, const hcomm_ring_t *g,
     }
     for (int s = 0; s < g->n - 1; s++) {
         int sb = mod(g->pos - s, g->n), rb = mod(g->pos - s - 1, g->n);
+        if (!block_len(g, sb) && !block_len(g, rb)) {
+            /* nothing moves (most steps where blocks outnumber elements):
+             * skipped before its chunks are computed */
+            for (size_t c = 0; c < cmax; c++)
+                prev[c] = -1;
+            continue;
+        }
         for (size_t c = 0; c < cmax; c++) {
             cur[c] = hcomm_plan_recv(
                 plan, g->left, ring_tag(g, s, c),
