@@ -4,7 +4,8 @@
  * digests of its counts, whether peers may read its send buffer directly),
  * a table (per peer: where the block for it lies, in the record where the
  * record is whole, else in the send buffer; its length; and the length
- * this rank expects back), then the blocks. The head sits in the round's
+ * this rank expects back), then the blocks for its peers (its own it copies
+ * from its send buffer). The head sits in the round's
  * ring entry, on the arrive counter's line; the record with it where it
  * fits, else in the slot of the round's parity. A record too large for the
  * slot leaves its blocks out, and its table too where even that does not
@@ -129,12 +130,14 @@ static int direct_first(const hcomm_shm_t *shm, uint64_t largest) {
  * record's length, UINT64_MAX past what a record may take or where its
  * blocks are to be read directly. */
 static head_t record_head(const hcomm_shm_op_t *op) {
-    size_t n = (size_t)op->shm->size;
+    size_t n = (size_t)op->shm->size, me = (size_t)op->shm->rank;
     uint64_t bytes = table_bytes(op->shm), largest = 0;
-    for (size_t j = 0; j < n; j++) { /* blocks may overlap: saturate */
+    for (size_t j = 0; j < n; j++) {
+        if (op->vcounts[j] > largest) largest = op->vcounts[j];
+        if (j == me) continue; /* kept from the send buffer (copy_blocks) */
+        /* blocks may overlap: saturate */
         bytes = op->vcounts[j] > UINT64_MAX - bytes ? UINT64_MAX
                                                     : bytes + op->vcounts[j];
-        if (op->vcounts[j] > largest) largest = op->vcounts[j];
     }
     if ((direct_first(op->shm, largest) && op->sendbuf != op->recvbuf) ||
         bytes > record_limit(op->shm))
@@ -233,7 +236,7 @@ void hcomm_shm_a2av_publish(hcomm_shm_op_t *op) {
         int whole = is_whole(head->bytes);
         for (size_t j = 0; j < n; j++) {
             table[j] = (block_t){whole ? at : from[j], len[j], expects[j]};
-            if (whole && len[j]) {
+            if (whole && len[j] && j != (size_t)me) {
                 memcpy(rec + at, op->sendbuf + from[j], len[j]);
                 at += len[j];
             }
