@@ -290,13 +290,6 @@ static void track_request(struct hcomm_request *req, const call_t *k,
     req->profiled = 1;
 }
 
-/* A blocking direct call polls this many times before it becomes a
- * request that waits: peers in step with it arrive within that (a few
- * hundred nanoseconds), and the request's bookkeeping (its start, the
- * flight recorder's tracking, the wait loop) is then saved. 2 ranks here,
- * 8 B AllReduce: 0.25-0.29 us against 0.27-0.32 (256 polls: no better). */
-#define QUICK_POLLS 64
-
 /* A blocking direct call that ended in its first pass (a sender of a
  * rooted call, which waits for nobody, say) needs no request and no wait
  * loop: what their end does, done here. */
@@ -362,11 +355,7 @@ static hcomm_status_t run_direct(const call_t *k, hcomm_comm_impl_t *c,
                                 k->recvbuf, k->count, k->dtype, k->op, k->root);
     static const char *names[] = {"none", "oneshot", "twoshot", "cma"};
     if (st == HCOMM_SUCCESS && !out) {
-        hcomm_status_t now;
-        int polls = 0;
-        do
-            now = hcomm_shm_op_progress(&req->direct);
-        while (now == HCOMM_ERR_IN_PROGRESS && ++polls < QUICK_POLLS);
+        hcomm_status_t now = hcomm_shm_op_progress(&req->direct);
         if (now != HCOMM_ERR_IN_PROGRESS)
             return finished_at_once(k, c, &req->direct, now, pc, names[algo]);
     }
