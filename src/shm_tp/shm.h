@@ -88,6 +88,10 @@ typedef struct {
 #define HCOMM_SHM_LAG_2 16
 #define HCOMM_SHM_LAG_MAX HCOMM_SHM_LAG_2
 
+static inline int hcomm_shm_lag_limit(int nranks) {
+    return nranks == 2 ? HCOMM_SHM_LAG_2 : HCOMM_SHM_LAG;
+}
+
 typedef struct {
     uint64_t seq, desc[2];
 } hcomm_shm_unchecked_t;

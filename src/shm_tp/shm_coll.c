@@ -76,11 +76,6 @@ static void publish(hcomm_shm_op_t *op, hcomm_shm_flag_t f) {
                           op->seq, memory_order_release);
 }
 
-/* A lagged rank's limit of unchecked calls (shm.h). */
-static int lag_limit(const hcomm_shm_t *shm) {
-    return shm->size == 2 ? HCOMM_SHM_LAG_2 : HCOMM_SHM_LAG;
-}
-
 /* Sets or clears round seq's bit in this rank's mask of rounds compared
  * (2 ranks, shm_layout.h); a mask that does not change is not stored:
  * the line stays put. */
@@ -101,6 +96,13 @@ static void publish_done(hcomm_shm_op_t *op) {
     publish(op, SHM_DONE);
 }
 
+/* The peer's bit for round seq, valid while the peer has not finished the
+ * round whose bit it later reuses. */
+static int compared_bit_set(const hcomm_shm_t *shm, uint64_t seq) {
+    return shm->peer_done + HCOMM_SHM_COMPARED_AHEAD >= seq &&
+           (shm->peer_compared & (1ull << (seq % 64)));
+}
+
 /* Whether a 2-rank peer compared the descriptors of an unchecked round:
  * 1 yes, 0 not yet, -1 compare them here (it finished the round without,
  * or stopped at a mismatch). The peer's line is read again only for a
@@ -108,11 +110,8 @@ static void publish_done(hcomm_shm_op_t *op) {
  * round, and reading it for every one would cost a miss each. */
 static int peer_compared(hcomm_shm_op_t *op, uint64_t seq) {
     hcomm_shm_t *shm = op->shm;
-    uint64_t bit = 1ull << (seq % 64);
     int peer = 1 - shm->rank;
-    if (shm->peer_done + HCOMM_SHM_COMPARED_AHEAD >= seq &&
-        (shm->peer_compared & bit))
-        return 1;
+    if (compared_bit_set(shm, seq)) return 1;
     if (shm->peer_done >= seq) return -1;
     const hcomm_shm_done_line_t *line = hcomm_shm_done_line(shm, peer);
     uint64_t done = atomic_load_explicit(&line->done, memory_order_acquire);
@@ -122,8 +121,7 @@ static int peer_compared(hcomm_shm_op_t *op, uint64_t seq) {
         atomic_load_explicit(&line->compared, memory_order_acquire);
     uint64_t *known = &shm->known[(size_t)SHM_DONE * 2 + (size_t)peer];
     if (done > *known) *known = done;
-    if (done + HCOMM_SHM_COMPARED_AHEAD >= seq && (shm->peer_compared & bit))
-        return 1;
+    if (compared_bit_set(shm, seq)) return 1;
     if (done >= seq || failed) return -1;
     atomic_store_explicit(&op->waiting_for, peer, memory_order_relaxed);
     return 0;
@@ -1019,13 +1017,14 @@ hcomm_status_t hcomm_shm_op_progress(hcomm_shm_op_t *op) {
             if (shm->completed + 1 != op->first)
                 return shm->failed ? op_end(op, failed_earlier(op))
                                    : HCOMM_ERR_IN_PROGRESS;
-            /* at most lag_limit() calls unchecked, and none before a
-             * call that waits for every rank anyway */
-            if (shm->nunchecked >= (op->lagged ? lag_limit(shm) : 1)) {
+            /* at most the lag limit of calls unchecked, and none before
+             * a call that waits for every rank anyway */
+            int unchecked_max = op->lagged ? hcomm_shm_lag_limit(shm->size) : 1;
+            if (shm->nunchecked >= unchecked_max) {
                 st = check_unchecked(op);
                 if (st != HCOMM_SUCCESS && st != HCOMM_ERR_IN_PROGRESS)
                     return op_end(op, st);
-                if (shm->nunchecked >= (op->lagged ? lag_limit(shm) : 1))
+                if (shm->nunchecked >= unchecked_max)
                     return HCOMM_ERR_IN_PROGRESS;
                 st = HCOMM_SUCCESS;
             }

@@ -313,7 +313,7 @@ static void run_case(const case_t *c, int plans) {
      * broadcast root, say) returns without the others' descriptors and
      * learns of the mismatch within as many more calls as it may leave
      * unchecked (shm.h). */
-    int lag = nranks == 2 ? HCOMM_SHM_LAG_2 : HCOMM_SHM_LAG;
+    int lag = hcomm_shm_lag_limit(nranks);
     for (int more = 0; shm && st == HCOMM_SUCCESS && a.kind == BC && more < lag;
          more++)
         st = call(&a, s.buf, r.buf, comm);
