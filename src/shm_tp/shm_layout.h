@@ -199,13 +199,16 @@ static inline int hcomm_shm_all_below(const hcomm_shm_t *shm, uint64_t block,
 #define HCOMM_SHM_DIRECT_MIN_SPREAD (256u << 10)
 /* A 2-rank gather goes to direct copies (its peer writes into the root)
  * from this many bytes in all. Through the slots its root copies one
- * slot out while its peer fills the other: here (2 cores) that took 1.8
- * us at 128 KiB and 3.4 at 256 KiB where direct copies took 6-7.6 and
- * 10-12 (MPI 6.5-8.5 and 11.5-15); on the 16-core host direct copies
- * were faster from 128 KiB (4 us against 7-8, 7 against 11-12; MPI 12
- * and 21) and 2x at 512 KiB. Here the slots' lead is the larger, and
- * either way both stay ahead of MPI below this. */
-#define HCOMM_SHM_DIRECT_MIN_GATHER_2 (512u << 10)
+ * slot out while its peer fills the other. On the 16-core host direct
+ * copies were faster from 128 KiB (4 us against 7-8, 7 against 11-12; MPI
+ * 12 and 21) and 2x at 512 KiB. Here (2 cores) the answer moves with
+ * the spells of the vCPUs' distance (README): at stop 50 the slots took
+ * 1.8 us at 128 KiB and 3.4 at 256 KiB, direct copies 6-7.6 and 10-12
+ * (MPI 6.5-8.5 and 11.5-15); at stop 54, a line's round trip 250-330 ns,
+ * 6 runs each with new data every call, the slots took 7.6 and 12.5 us,
+ * direct copies 4.7 and 7.5 (MPI 21 and 37), and at 64 KiB 3.7 against
+ * 3.0 (MPI 13). The limit is where the 16-core host puts it. */
+#define HCOMM_SHM_DIRECT_MIN_GATHER_2 (128u << 10)
 /* At 2 ranks scatter, alltoall and alltoallv read blocks from this size
  * directly where the kernel allows it: here
  * 128 KiB to 2 MiB blocks took 1.3-2x longer through the slots, 64

@@ -1059,7 +1059,7 @@ static void test_alltoallv(void **state) {
 
 /* Gather, scatter and alltoall take the slots below a limit in all and
  * direct copies from it: 256 KiB for alltoall, whose copies spread over
- * the ranks, 512 KiB for a 2-rank gather, 2 MiB for scatter and gather
+ * the ranks, 128 KiB for a 2-rank gather, 2 MiB for scatter and gather
  * above 2 ranks, whose copies all meet the root's memory; at 2 ranks
  * scatter and alltoall read directly from a 64 KiB block. Without direct
  * copies the slots go on to 2 MiB, then the plans. */
@@ -1075,7 +1075,7 @@ static void test_slots_limit(void **state) {
                 hcomm_shm_t shm = {.size = P, .cma = cma};
                 size_t limit = coll == HCOMM_COLL_ALLTOALL ? 256u << 10
                                : coll == HCOMM_COLL_GATHER && P == 2
-                                   ? 512u << 10
+                                   ? 128u << 10
                                    : most;
                 size_t below = (limit - 1) / (size_t)P,
                        from = (limit + (size_t)P - 1) / (size_t)P,
