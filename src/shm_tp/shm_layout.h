@@ -169,8 +169,10 @@ static inline int hcomm_shm_rotated(const hcomm_shm_t *shm, int k) {
 /* Peers' lines come from other cores' caches one miss at a time unless
  * asked for together: request them all before reading. */
 static inline void hcomm_shm_prefetch(const char *p, size_t bytes) {
-    for (size_t i = 0; i < bytes; i += HCOMM_SHM_LINE)
-        __builtin_prefetch(p + i);
+    /* every line the bytes touch: data in a ring entry starts mid-line */
+    size_t skew = (uintptr_t)p % HCOMM_SHM_LINE;
+    for (size_t i = 0; i < skew + bytes; i += HCOMM_SHM_LINE)
+        __builtin_prefetch(p - skew + i);
 }
 
 /* The slots carry less than this many bytes (all blocks) of a call that
