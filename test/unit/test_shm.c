@@ -931,10 +931,15 @@ static size_t a2av_count(int shape, int P, int i, int j) {
     }
 }
 
-/* Whether rank i's record (head, a table entry and a block for each
- * peer) fits a slot. */
+/* A record's head and table: an entry for each peer. */
+static size_t a2av_table_bytes(int P) {
+    return 40 + 24 * (size_t)(P - 1);
+}
+
+/* Whether rank i's record (head, table, a block for each peer) fits a
+ * slot. */
 static int a2av_whole(int shape, int P, int i) {
-    size_t bytes = 40 + 24 * (size_t)(P - 1);
+    size_t bytes = a2av_table_bytes(P);
     for (int j = 0; j < P; j++)
         if (j != i) bytes += 4 * a2av_count(shape, P, i, j);
     return bytes <= SLOT;
@@ -942,7 +947,7 @@ static int a2av_whole(int shape, int P, int i) {
 
 /* Whether a record's head and table fit a slot: direct reads need them. */
 static int a2av_table_fits(int P) {
-    return 40 + 24 * (size_t)(P - 1) <= SLOT;
+    return a2av_table_bytes(P) <= SLOT;
 }
 
 /* The route of a call, in place (ip) or not: a buffer written in place
