@@ -88,6 +88,12 @@ static inline _Atomic uint64_t *hcomm_shm_flag(const hcomm_shm_t *shm, int rank,
  * before the rank is done with seq + LAG_MAX, which it is not while seq is
  * unchecked (the ring entry of round seq + RING waits for that). */
 #define HCOMM_SHM_COMPARED_AHEAD 24
+/* A rank that holds LAG_MAX rounds unchecked must still find its next
+ * ring entry free without its peer's next round: with a ring of LAG_MAX
+ * entries both ranks of a 2-rank gather waited for each other (spun until
+ * the timeout). */
+_Static_assert(HCOMM_SHM_RING > HCOMM_SHM_LAG_MAX,
+               "a lagging rank's next ring entry waits on no later round");
 _Static_assert(HCOMM_SHM_COMPARED_AHEAD > HCOMM_SHM_RING - HCOMM_SHM_LAG_MAX &&
                    HCOMM_SHM_COMPARED_AHEAD + HCOMM_SHM_RING < 64,
                "a compared bit is its round's while the peer checks it");
