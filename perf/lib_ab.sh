@@ -12,8 +12,9 @@
 # run's rows, with the library and rotation), table.txt and a log per run.
 # Environment: ROTATIONS (4), HCOMM_PERF (the hcomm_perf program itself,
 # not libtool's wrapper, which would put its own build first; default
-# build/perf/.libs/hcomm_perf), MPIRUN (mpirun), MPI_FLAGS (--bind-to core
-# --map-by core), RUN_TIMEOUT (seconds a run may take, 300).
+# build/perf/.libs/hcomm_perf), MPIRUN (mpirun: Open MPI's or MPICH's),
+# MPI_FLAGS (--bind-to core --map-by core), RUN_TIMEOUT (seconds a run
+# may take, 300).
 set -u
 if [ $# -lt 4 ]; then
     echo "usage: $0 OUT \"NAME=LIBDIR ...\" \"RANKS ...\" \"COLLECTIVES ...\" [hcomm_perf args]" >&2
@@ -24,6 +25,10 @@ shift 4
 here=$(cd "$(dirname "$0")" && pwd)
 perf=${HCOMM_PERF:-$here/../build/perf/.libs/hcomm_perf}
 flags=${MPI_FLAGS---bind-to core --map-by core}
+# Open MPI's mpirun passes a variable to the ranks only when named (-x);
+# MPICH's Hydra passes the whole environment.
+pass_path=
+"${MPIRUN:-mpirun}" --version 2>&1 | grep -q "Open MPI" && pass_path="-x LD_LIBRARY_PATH"
 [ -x "$perf" ] || { echo "lib_ab: no hcomm_perf program at $perf" >&2; exit 2; }
 names=
 for l in $libs; do
@@ -52,7 +57,7 @@ for r in $(seq "${ROTATIONS:-4}"); do
                 # shellcheck disable=SC2086
                 LD_LIBRARY_PATH=$dir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} \
                     timeout "${RUN_TIMEOUT:-300}" "${MPIRUN:-mpirun}" $flags \
-                    -x LD_LIBRARY_PATH -np "$n" "$perf" "$c" "$@" --json \
+                    $pass_path -np "$n" "$perf" "$c" "$@" --json \
                     >"$log" 2>&1
                 rc=$?
                 if [ $rc -ne 0 ]; then
