@@ -14,6 +14,8 @@
 
 #include <cmocka.h>
 
+#include "split.h"
+
 static const int sizes[] = {1,  2,  3,  4,  5,  6,  7,  8,  9,  10, 11, 12,
                             13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24,
                             25, 26, 27, 28, 29, 30, 31, 32, 33, 64, 100};
@@ -401,5 +403,5 @@ int main(void) {
         cmocka_unit_test(test_rabenseifner),
         cmocka_unit_test(test_ops_and_types),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return run_tests_split(tests, sizeof(tests) / sizeof(tests[0]), NULL, NULL);
 }

@@ -18,6 +18,8 @@
 
 #include <cmocka.h>
 
+#include "split.h"
+
 #define MAXN 100
 #define LARGE (((size_t)1 << 18) + 3)
 #define CAP (LARGE + 2 * MAXN)
@@ -649,5 +651,6 @@ int main(void) {
         cmocka_unit_test(test_barrier_dissemination),
         cmocka_unit_test(test_send_recv),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return run_tests_split(tests, sizeof(tests) / sizeof(tests[0]), setup,
+                           teardown);
 }

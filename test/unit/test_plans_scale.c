@@ -17,6 +17,8 @@
 
 #include <cmocka.h>
 
+#include "split.h"
+
 #define MAXN 1000
 static const int sizes[] = {1,  2,  3,  4,  5,  6,  7,  8,  9,  10, 11,  12,
                             13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23,  24,
@@ -199,5 +201,5 @@ int main(void) {
         cmocka_unit_test(test_allreduce_hierarchical_rhd),
         cmocka_unit_test(test_bcast_hierarchical_tree),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return run_tests_split(tests, sizeof(tests) / sizeof(tests[0]), NULL, NULL);
 }
