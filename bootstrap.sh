@@ -1,10 +1,12 @@
 #!/bin/sh
 # Installs what HCOMM needs on Debian/Ubuntu (when missing), then configures
-# and builds it in ./build. gfortran builds the Fortran tests of
-# libhcomm_mpi.so; MPICH is the second MPI ABI CI builds it for (Open MPI
-# stays the default mpicc and mpirun). Debian's python3 with NumPy, mpi4py
-# and PyTorch (1.13, CPU: 77 MB, a minute to install) runs the tests of the
-# Python package; gnuplot draws hcomm_sim's plots, matplotlib hcomm_prof's.
+# and builds it in ./build, test programs too (make check then only runs
+# them; it would build them one at a time). gfortran builds the Fortran
+# tests of libhcomm_mpi.so; MPICH is the second MPI ABI CI builds it for
+# (Open MPI stays the default mpicc and mpirun). Debian's python3 with
+# NumPy, mpi4py and PyTorch (1.13, CPU: 77 MB, a minute to install) runs
+# the tests of the Python package; gnuplot draws hcomm_sim's plots,
+# matplotlib hcomm_prof's.
 # Extra configure options: CONFIGURE_FLAGS.
 set -eu
 cd "$(dirname "$0")"
@@ -28,4 +30,4 @@ fi
 mkdir -p build
 cd build
 [ -f Makefile ] || ../configure ${CONFIGURE_FLAGS:-}
-make -j"$(nproc)"
+make -j"$(nproc)" all check-programs
