@@ -57,9 +57,10 @@
  * once the previous direct call on the communicator has completed locally.
  *
  * Large messages skip the slots: each rank publishes its buffer addresses
- * and peers read (or a broadcast root writes) them with process_vm_readv /
- * process_vm_writev (cross-memory attach, one copy), where the kernel
- * allows it between every pair of ranks. */
+ * and peers read them (or a 2-rank broadcast's or scatter's root writes
+ * part of them) with process_vm_readv / process_vm_writev (cross-memory
+ * attach, one copy), where the kernel allows it between every pair of
+ * ranks. */
 #ifndef HCOMM_SHM_TP_SHM_H
 #define HCOMM_SHM_TP_SHM_H
 

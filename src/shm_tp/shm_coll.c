@@ -418,6 +418,35 @@ static hcomm_status_t peer_write(const hcomm_shm_op_t *op, int peer, size_t off,
                     bytes, 1);
 }
 
+/* The eighths of its receiver's block that the root of a 2-rank
+ * broadcast or scatter by direct copies writes into the receiver
+ * (split_copy); 0 where the receiver reads it all. */
+static size_t root_eighths(const hcomm_shm_op_t *op) {
+    if (op->algo != HCOMM_SHM_CMA || op->shm->size != 2) return 0;
+    if (op->coll == HCOMM_COLL_BCAST) return 4;
+    if (op->coll != HCOMM_COLL_SCATTER) return 0;
+    size_t block = op->count * op->esize;
+    return block >= HCOMM_SHM_SCATTER_READ_2     ? 0
+           : block >= HCOMM_SHM_SCATTER_HALVES_2 ? 4
+                                                 : 6;
+}
+static int root_writes(const hcomm_shm_op_t *op) {
+    return root_eighths(op) > 0;
+}
+
+/* A 2-rank broadcast or scatter by direct copies: the receiver would copy
+ * its whole block while the root idles, so the root writes the block's
+ * tail into the receiver while the receiver reads its head. from: the
+ * block's place in the root's send buffer. */
+static hcomm_status_t split_copy(const hcomm_shm_op_t *op, size_t from,
+                                 size_t bytes) {
+    size_t head = bytes - (bytes * root_eighths(op) / 8 & ~(size_t)63);
+    if (op->shm->rank != op->root)
+        return hcomm_shm_peer_copy(op, op->root, 0, from, op->recvbuf, head);
+    return peer_write(op, 1 - op->root, head, op->sendbuf + from + head,
+                      bytes - head);
+}
+
 /* This round's elements: [offset, offset + n) of the call. */
 static size_t round_offset(const hcomm_shm_op_t *op) {
     return op->round * op->chunk;
@@ -753,7 +782,8 @@ static void rooted_or_a2a_copy(hcomm_shm_op_t *op) {
 }
 
 /* Direct copies: a gather's rank writes its block into the root's receive
- * buffer, a scatter's receiver reads its block of the root's send buffer,
+ * buffer, a scatter's receiver reads its block of the root's send buffer
+ * (at 2 ranks, up to a size, the root writes part of it: split_copy),
  * an alltoall rank its block of every peer's (in place, of the copy each
  * keeps, op->own_copy). A gather's root that read every block itself
  * would make every copy on one core: the ranks' writes run side by side. */
@@ -772,9 +802,14 @@ static hcomm_status_t rooted_or_a2a_cma(hcomm_shm_op_t *op) {
         return HCOMM_SUCCESS;
     }
     if (op->coll == HCOMM_COLL_SCATTER) {
-        if (me != op->root)
+        if (root_writes(op)) {
+            hcomm_status_t st =
+                split_copy(op, (size_t)(1 - op->root) * block, block);
+            if (st != HCOMM_SUCCESS || me != op->root) return st;
+        } else if (me != op->root) {
             return hcomm_shm_peer_copy(op, op->root, 0, mine, op->recvbuf,
                                        block);
+        }
         if (op->recvbuf != op->sendbuf + mine)
             memcpy(op->recvbuf, op->sendbuf + mine, block);
         return HCOMM_SUCCESS;
@@ -826,10 +861,8 @@ static void allgatherv_copy(hcomm_shm_op_t *op) {
     }
 }
 
-/* Broadcast: the receivers' part of the round. Direct-read (two ranks):
- * the receiver would copy the whole message while the root idles, so the
- * root writes the last half into the receiver while the receiver reads the
- * first. */
+/* Broadcast: the receivers' part of the round; by direct copies (two
+ * ranks) the root's too. */
 static hcomm_status_t bcast_copy(hcomm_shm_op_t *op) {
     size_t off = round_offset(op) * op->esize, n = round_count(op) * op->esize;
     if (op->algo != HCOMM_SHM_CMA) {
@@ -837,11 +870,16 @@ static hcomm_status_t bcast_copy(hcomm_shm_op_t *op) {
                n);
         return HCOMM_SUCCESS;
     }
-    size_t bytes = op->count * op->esize;
-    size_t tail = (bytes - bytes / 2) & ~(size_t)63; /* the root's half */
-    if (op->shm->rank != op->root)
-        return hcomm_shm_peer_copy(op, op->root, 0, 0, op->recvbuf, tail);
-    return peer_write(op, 1 - op->root, tail, op->sendbuf + tail, bytes - tail);
+    return split_copy(op, 0, op->count * op->esize);
+}
+
+/* After its direct copies, a root that writes into its receiver says its
+ * writes are over (reduced), for which the receiver then waits. */
+static int root_wrote(hcomm_shm_op_t *op, hcomm_status_t st) {
+    if (st != HCOMM_SUCCESS || !root_writes(op)) return -1;
+    if (op->shm->rank != op->root) return PHASE_REDUCED;
+    publish(op, SHM_REDUCED);
+    return -1;
 }
 
 /* The work of a round once its inputs have arrived; returns the next phase
@@ -898,18 +936,16 @@ static int after_arrive(hcomm_shm_op_t *op, hcomm_status_t *st) {
     case HCOMM_COLL_GATHER:
     case HCOMM_COLL_SCATTER:
     case HCOMM_COLL_ALLTOALL:
-        if (op->algo == HCOMM_SHM_CMA)
-            *st = rooted_or_a2a_cma(op);
-        else if (op->coll != HCOMM_COLL_GATHER || is_root)
-            rooted_or_a2a_copy(op);
-        return -1;
-    default: /* broadcast */
-        if (op->algo == HCOMM_SHM_CMA) {
-            /* reduced: the root's writes are over */
-            if ((*st = bcast_copy(op)) != HCOMM_SUCCESS) return -1;
-            if (is_root) publish(op, SHM_REDUCED);
-            return is_root ? -1 : PHASE_REDUCED;
+        if (op->algo != HCOMM_SHM_CMA) {
+            if (op->coll != HCOMM_COLL_GATHER || is_root)
+                rooted_or_a2a_copy(op);
+            return -1;
         }
+        *st = rooted_or_a2a_cma(op);
+        return root_wrote(op, *st);
+    default: /* broadcast */
+        if (op->algo == HCOMM_SHM_CMA)
+            return root_wrote(op, *st = bcast_copy(op));
         if (!is_root) *st = bcast_copy(op);
         return -1;
     }
@@ -937,10 +973,8 @@ static int inputs_arrived(hcomm_shm_op_t *op) {
     }
     if (op->seq == op->first && !op->lagged)
         return all_reached(op, SHM_ARRIVE, op->seq);
-    if (op->coll == HCOMM_COLL_BCAST && op->shm->rank == op->root)
-        /* a direct-read root writes into the receivers' buffers */
-        return op->algo != HCOMM_SHM_CMA ||
-               all_reached(op, SHM_ARRIVE, op->seq);
+    if (root_writes(op) && op->shm->rank == op->root)
+        return all_reached(op, SHM_ARRIVE, op->seq); /* its receiver's */
     if (op->coll == HCOMM_COLL_BCAST || op->coll == HCOMM_COLL_SCATTER)
         return op->shm->rank == op->root ||
                reached(op, op->root, SHM_ARRIVE, op->seq);
@@ -1063,7 +1097,7 @@ hcomm_status_t hcomm_shm_op_progress(hcomm_shm_op_t *op) {
         }
             /* fall through */
         case PHASE_REDUCED:
-            if (op->coll == HCOMM_COLL_BCAST) {
+            if (root_writes(op)) {
                 if (!reached(op, op->root, SHM_REDUCED, op->seq))
                     return waiting(op); /* the root's writes */
                 break;

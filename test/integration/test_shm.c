@@ -341,7 +341,8 @@ static void check_alltoall(hcomm_comm_t comm, const char *what, size_t n) {
 /* Past 4 MiB in all, allgather and reduce_scatter take the node stages
  * on even nodes too. Gather, scatter and alltoall either side of where
  * the slots give way to direct copies (256 KiB, 512 KiB at 2 ranks and 2
- * MiB in all). */
+ * MiB in all), and a 2-rank scatter's root writing 3/4 of its receiver's
+ * block (128 KiB), half (600,001 B) or none (1 MiB, 1,100,007 B). */
 static void check_large(hcomm_comm_t comm, const char *what) {
     for (size_t all = 128u << 10; all <= (2u << 20); all *= 2)
         check_alltoall(comm, what, all / (size_t)nranks);
@@ -350,6 +351,7 @@ static void check_large(hcomm_comm_t comm, const char *what) {
     check_gather_scatter(comm, what, ((512u << 10) - 1) / (size_t)nranks);
     check_gather_scatter(comm, what, (512u << 10) / (size_t)nranks);
     check_gather_scatter(comm, what, (2u << 20) / (size_t)nranks);
+    check_gather_scatter(comm, what, 600001);
     check_gather_scatter(comm, what, 1100007);
     check_allgather(comm, what, 1100007);
     check_reduce_scatter_case(comm, what, HCOMM_INT32, HCOMM_SUM, 300007, 0);
