@@ -97,9 +97,11 @@ static void find_own_stack(void) {
 int hcomm_gpu_surely_host(const void *p) {
     uintptr_t a = (uintptr_t)p;
     if (heap_start && a >= heap_start && a < program_break()) return 1;
-    if (!stack_hi) find_own_stack();
+    /* below this frame first: the thread-locals cost a call */
     uintptr_t here = (uintptr_t)__builtin_frame_address(0);
-    return here >= stack_lo && here < stack_hi && a >= here && a < stack_hi;
+    if (a < here) return 0;
+    if (!stack_hi) find_own_stack();
+    return here >= stack_lo && here < stack_hi && a < stack_hi;
 }
 
 int hcomm_gpu_all_host(const void *a, const void *b) {

@@ -60,12 +60,15 @@ static struct {
  * no static TLS left ("cannot allocate memory in static TLS block"). */
 static _Thread_local int in_worker;
 
+/* Both look at the global first: in a shared library a thread-local costs
+ * a call (__tls_get_addr) on every call of the program's. The worker runs
+ * a call only while that call is pending. */
 int hcomm_stream_in_worker(void) {
-    return in_worker;
+    return atomic_load_explicit(&w.pending, memory_order_relaxed) && in_worker;
 }
 
 void hcomm_stream_drain(const hcomm_comm_impl_t *c) {
-    if (in_worker || !atomic_load_explicit(&w.pending, memory_order_acquire))
+    if (!atomic_load_explicit(&w.pending, memory_order_acquire) || in_worker)
         return;
     int every = !c || !hcomm_ctx.thread_multiple;
     pthread_mutex_lock(&w.lock);
