@@ -30,4 +30,7 @@ fi
 mkdir -p build
 cd build
 [ -f Makefile ] || ../configure ${CONFIGURE_FLAGS:-}
-make -j"$(nproc)" all check-programs
+make -j"$(nproc)"
+# in a make of its own: all runs a make of its own, which would build
+# the objects the two share at the same time
+make -j"$(nproc)" check-programs
