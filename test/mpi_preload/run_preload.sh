@@ -8,8 +8,8 @@
 # Usage (from make check): run_preload.sh SPEC. SPEC is a .preload file
 # that sets program=, and optionally ranks=, args=, fortran= (the program
 # is Fortran: skip when configure found no compiler), stats=0 (no
-# statistics checks), compare=no (output differs run to run: no run
-# without the preload),
+# statistics checks), compare=no (no run without the preload to compare
+# with: the output differs run to run, or another spec compares it),
 # expect_taken= (MPI_* that every rank must show taken),
 # expect_calls= (MPI_* each rank must show, taken unless HCOMM does not
 # implement them yet), mpi_transport_ranks= (also run with
