@@ -30,7 +30,7 @@ flags=${MPI_FLAGS---bind-to core --map-by core}
 pass_path=
 "${MPIRUN:-mpirun}" --version 2>&1 | grep -q "Open MPI" && pass_path="-x LD_LIBRARY_PATH"
 [ -x "$perf" ] || { echo "lib_ab: no hcomm_perf program at $perf" >&2; exit 2; }
-names=
+names='' resolved=''
 for l in $libs; do
     name=${l%%=*} dir=${l#*=}
     case $name in
@@ -41,16 +41,17 @@ for l in $libs; do
     esac
     [ -e "$dir/libhcomm.so.0" ] || { echo "lib_ab: $name: no libhcomm.so.0 in $dir" >&2; exit 2; }
     names="$names $name"
+    resolved="$resolved $name=$(cd "$dir" && pwd)" # absolute, for the ranks
 done
 mkdir -p "$out" || exit 2
 : >"$out/runs.jsonl"
 failed=0
 for r in $(seq "${ROTATIONS:-4}"); do
-    order=$libs
+    order=$resolved
     # shellcheck disable=SC2086 # one library a line
-    [ $((r % 2)) = 0 ] && order=$(printf '%s\n' $libs | tac)
+    [ $((r % 2)) = 0 ] && order=$(printf '%s\n' $resolved | tac)
     for l in $order; do
-        name=${l%%=*} dir=$(cd "${l#*=}" && pwd)
+        name=${l%%=*} dir=${l#*=}
         for n in $ranks; do
             for c in $colls; do
                 log="$out/$c.$n.$name.$r.log"

@@ -29,9 +29,8 @@ static inline int run_tests_split(const struct CMUnitTest *tests, size_t n,
         next = &alone;
     else
         atomic_init(next, 0);
-    /* whole lines from both processes in the log, none written twice */
+    /* whole lines from both processes in the log (stderr is unbuffered) */
     setvbuf(stdout, NULL, _IOLBF, 0);
-    fflush(stderr);
     pid_t child = next == &alone ? -1 : fork();
     int failed = 0;
     for (size_t i; (i = atomic_fetch_add(next, 1)) < n;)
