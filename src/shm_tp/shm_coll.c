@@ -2,7 +2,6 @@
  * machine that advances while its peers' flags allow and otherwise returns,
  * so that blocking and non-blocking calls share it. */
 #include "shm_tp/shm_layout.h"
-#include "core/config.h"
 #include "core/log.h"
 
 #include <errno.h>
