@@ -30,7 +30,7 @@ flags=${MPI_FLAGS---bind-to core --map-by core}
 pass_path=
 "${MPIRUN:-mpirun}" --version 2>&1 | grep -q "Open MPI" && pass_path="-x LD_LIBRARY_PATH"
 [ -x "$perf" ] || { echo "lib_ab: no hcomm_perf program at $perf" >&2; exit 2; }
-names='' resolved=''
+resolved=''
 for l in $libs; do
     name=${l%%=*} dir=${l#*=}
     case $name in
@@ -40,7 +40,6 @@ for l in $libs; do
         ;;
     esac
     [ -e "$dir/libhcomm.so.0" ] || { echo "lib_ab: $name: no libhcomm.so.0 in $dir" >&2; exit 2; }
-    names="$names $name"
     resolved="$resolved $name=$(cd "$dir" && pwd)" # absolute, for the ranks
 done
 mkdir -p "$out" || exit 2
@@ -71,8 +70,9 @@ for r in $(seq "${ROTATIONS:-4}"); do
         done
     done
 done
-# shellcheck disable=SC2086
-python3 "$here/lib_ab.py" "$out/runs.jsonl" $names >"$out/table.txt" ||
+# shellcheck disable=SC2046,SC2086 # the names, first the baseline
+python3 "$here/lib_ab.py" "$out/runs.jsonl" $(printf '%s\n' $resolved | sed 's/=.*//') \
+    >"$out/table.txt" ||
     failed=$((failed + 1))
 cat "$out/table.txt"
 [ "$failed" -eq 0 ]
