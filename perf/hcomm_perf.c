@@ -86,6 +86,7 @@ enum {
     OPT_STREAM,
     OPT_NCCL,
     OPT_REWRITE,
+    OPT_CONSUME,
     OPT_HELP
 };
 
@@ -119,6 +120,7 @@ static const opt_spec_t opt_specs[] = {
     {'S', "stream", 0, OPT_STREAM},
     {0, "nccl", 0, OPT_NCCL},
     {0, "rewrite", 0, OPT_REWRITE},
+    {0, "consume", 0, OPT_CONSUME},
     {'h', "help", 0, OPT_HELP},
 };
 #define NSPECS (sizeof opt_specs / sizeof opt_specs[0])
@@ -357,6 +359,9 @@ static int apply_opt(perf_opts_t *o, const opt_spec_t *spec, const char *v,
     case OPT_REWRITE:
         o->rewrite = 1;
         return 0;
+    case OPT_CONSUME:
+        o->consume = 1;
+        return 0;
     case OPT_COLL:
         return set_coll(o, coll_set, v, err);
     default:
@@ -421,8 +426,8 @@ static int check_opts(const perf_opts_t *o, int nranks, char *err) {
                  "--mpi-only, --hcomm-only or --registered");
     else if ((o->stream || o->nccl) && !o->device)
         snprintf(err, ERRLEN, "--stream and --nccl need -D cuda");
-    else if (o->rewrite && o->device)
-        snprintf(err, ERRLEN, "--rewrite: host buffers only");
+    else if ((o->rewrite || o->consume) && o->device)
+        snprintf(err, ERRLEN, "--rewrite and --consume: host buffers only");
     else if (o->device && o->pmpi)
         snprintf(err, ERRLEN, "-D cuda: not with --pmpi");
 #ifndef HAVE_CUDA
@@ -770,18 +775,29 @@ static void rewrite_input(const perf_layout_t *l, const perf_bufs_t *b) {
         p[i] = p[i];
 }
 
+/* --consume: every cache line of this rank's output read (the input's,
+ * in place or where it has no output of its own). */
+static void consume_output(const perf_layout_t *l, const perf_bufs_t *b) {
+    size_t esize = perf_dtypes[l->dtype].size;
+    const volatile char *p = b->recv ? b->recv : b->send;
+    size_t bytes = (b->recv ? l->recv_elems : l->send_elems) * esize;
+    for (size_t i = 0; p && i < bytes; i += 64)
+        (void)p[i];
+}
+
 /* Seconds per call on this rank; the barrier lines the ranks up so that
  * no rank's trial includes waiting for the others to arrive. */
 static double timed_batch(const perf_ctx_t *c, const perf_layout_t *l,
                           const perf_bufs_t *b, int side, int iters) {
     MPI_Barrier(MPI_COMM_WORLD);
-    if (c->opts.rewrite) {
+    if (c->opts.rewrite || c->opts.consume) {
         double sum = 0;
         for (int k = 0; k < iters; k++) {
-            rewrite_input(l, b);
+            if (c->opts.rewrite) rewrite_input(l, b);
             const double t = now_s();
             run_side(c, l, b, side);
             sum += now_s() - t;
+            if (c->opts.consume) consume_output(l, b);
         }
         return sum / iters;
     }

@@ -92,6 +92,7 @@ typedef struct {
     int stream;  /* -S: hcomm's stream-ordered forms, one sync per trial */
     int nccl;    /* --nccl: the baseline is NCCL, not MPI */
     int rewrite; /* --rewrite: the input written before each call */
+    int consume; /* --consume: the output read after each call */
     const char *baseline; /* the second side's name in the table */
     hcomm_dtype_t dtype;
     hcomm_op_t op;

@@ -1,8 +1,8 @@
 #!/bin/sh
-# hcomm_perf --rewrite: each call timed on its own after the input is
-# written again (as a program's new data each step). Its rows must come
-# out whole and checked (no wrong element on either side), the option
-# must not change the results, and
+# hcomm_perf --rewrite and --consume: each call timed on its own after
+# the input is written again (as a program's new data each step), or
+# before the output is read (as its next step does), or both. The rows
+# must come out whole and checked (no wrong element on either side), and
 # device buffers are refused by name.
 set -u
 . "$(dirname "$0")/../mpi_env.sh"
@@ -11,27 +11,29 @@ out=$(mktemp)
 trap 'rm -f "$out"' EXIT
 failed=0
 
-for coll in allreduce reduce alltoall; do
+for run in "allreduce --rewrite" "reduce --consume" \
+    "alltoall --rewrite --consume" "scatter --consume"; do
     # shellcheck disable=SC2086
-    timeout 300 $MPIRUN $mpi_flags -np 2 "$exe" "$coll" -b 8 -e 64K -f 8 \
-        -n 5 -w 1 --rewrite >"$out" 2>&1
+    timeout 300 $MPIRUN $mpi_flags -np 2 "$exe" $run -b 8 -e 64K -f 8 \
+        -n 5 -w 1 >"$out" 2>&1
     rc=$?
     rows=$(grep -cE '^ +[0-9]+ ' "$out")
     # the #wrong columns, hcomm's and MPI's (5th and 1st from the end)
     wrong=$(awk '$1 ~ /^[0-9]+$/ && ($(NF-5) != 0 || $(NF-1) != 0)' "$out")
     if [ $rc -ne 0 ] || [ "$rows" -ne 5 ] || [ -n "$wrong" ]; then
-        echo "FAILED: $coll --rewrite: exit $rc, $rows rows (5 expected)"
+        echo "FAILED: $run: exit $rc, $rows rows (5 expected)"
         cat "$out"
         failed=1
     fi
 done
 
 # shellcheck disable=SC2086
-timeout 120 $MPIRUN $mpi_flags -np 1 "$exe" allreduce -D cuda --rewrite \
+timeout 120 $MPIRUN $mpi_flags -np 1 "$exe" allreduce -D cuda --consume \
     >"$out" 2>&1
 rc=$?
-if [ $rc -eq 0 ] || ! grep -q -- "--rewrite: host buffers only" "$out"; then
-    echo "FAILED: --rewrite with -D cuda: exit $rc"
+if [ $rc -eq 0 ] ||
+    ! grep -q -- "--rewrite and --consume: host buffers only" "$out"; then
+    echo "FAILED: --consume with -D cuda: exit $rc"
     cat "$out"
     failed=1
 fi
