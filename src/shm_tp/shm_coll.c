@@ -417,14 +417,18 @@ static hcomm_status_t peer_write(const hcomm_shm_op_t *op, int peer, size_t off,
                     bytes, 1);
 }
 
-/* The eighths of its receiver's block that the root of a 2-rank
- * broadcast or scatter by direct copies writes into the receiver
- * (split_copy); 0 where the receiver reads it all. */
+/* The eighths of each receiver's block that the root of a broadcast or
+ * scatter by direct copies writes into the receiver (split_copy); 0 where
+ * the receivers read it all. */
 static size_t root_eighths(const hcomm_shm_op_t *op) {
-    if (op->algo != HCOMM_SHM_CMA || op->shm->size != 2) return 0;
-    if (op->coll == HCOMM_COLL_BCAST) return 4;
+    if (op->algo != HCOMM_SHM_CMA) return 0;
+    if (op->coll == HCOMM_COLL_BCAST) return 4; /* 2 ranks only */
     if (op->coll != HCOMM_COLL_SCATTER) return 0;
     size_t block = op->count * op->esize;
+    if (op->shm->size > 2)
+        return hcomm_shm_all_below(op->shm, block, HCOMM_SHM_SCATTER_SHARE_MAX)
+                   ? 2
+                   : 0;
     return block >= HCOMM_SHM_SCATTER_READ_2     ? 0
            : block >= HCOMM_SHM_SCATTER_HALVES_2 ? 4
                                                  : 6;
@@ -433,17 +437,24 @@ static int root_writes(const hcomm_shm_op_t *op) {
     return root_eighths(op) > 0;
 }
 
-/* A 2-rank broadcast or scatter by direct copies: the receiver would copy
- * its whole block while the root idles, so the root writes the block's
- * tail into the receiver while the receiver reads its head. from: the
- * block's place in the root's send buffer. */
-static hcomm_status_t split_copy(const hcomm_shm_op_t *op, size_t from,
+/* A broadcast or scatter by direct copies: the receivers would copy their
+ * blocks while the root idles, so the root writes each block's tail into
+ * its receiver while the receiver reads the head. Receiver r's block is
+ * at r * stride in the root's send buffer. */
+static hcomm_status_t split_copy(const hcomm_shm_op_t *op, size_t stride,
                                  size_t bytes) {
+    const hcomm_shm_t *shm = op->shm;
     size_t head = bytes - (bytes * root_eighths(op) / 8 & ~(size_t)63);
-    if (op->shm->rank != op->root)
-        return hcomm_shm_peer_copy(op, op->root, 0, from, op->recvbuf, head);
-    return peer_write(op, 1 - op->root, head, op->sendbuf + from + head,
-                      bytes - head);
+    if (shm->rank != op->root)
+        return hcomm_shm_peer_copy(op, op->root, 0, (size_t)shm->rank * stride,
+                                   op->recvbuf, head);
+    for (int k = 1; k < shm->size; k++) {
+        int r = (op->root + k) % shm->size;
+        const char *tail = op->sendbuf + (size_t)r * stride + head;
+        hcomm_status_t st = peer_write(op, r, head, tail, bytes - head);
+        if (st != HCOMM_SUCCESS) return st;
+    }
+    return HCOMM_SUCCESS;
 }
 
 /* This round's elements: [offset, offset + n) of the call. */
@@ -782,7 +793,7 @@ static void rooted_or_a2a_copy(hcomm_shm_op_t *op) {
 
 /* Direct copies: a gather's rank writes its block into the root's receive
  * buffer, a scatter's receiver reads its block of the root's send buffer
- * (at 2 ranks, up to a size, the root writes part of it: split_copy),
+ * (up to a size, the root writes part of it: split_copy),
  * an alltoall rank its block of every peer's (in place, of the copy each
  * keeps, op->own_copy). A gather's root that read every block itself
  * would make every copy on one core: the ranks' writes run side by side. */
@@ -802,8 +813,7 @@ static hcomm_status_t rooted_or_a2a_cma(hcomm_shm_op_t *op) {
     }
     if (op->coll == HCOMM_COLL_SCATTER) {
         if (root_writes(op)) {
-            hcomm_status_t st =
-                split_copy(op, (size_t)(1 - op->root) * block, block);
+            hcomm_status_t st = split_copy(op, block, block);
             if (st != HCOMM_SUCCESS || me != op->root) return st;
         } else if (me != op->root) {
             return hcomm_shm_peer_copy(op, op->root, 0, mine, op->recvbuf,
@@ -872,8 +882,8 @@ static hcomm_status_t bcast_copy(hcomm_shm_op_t *op) {
     return split_copy(op, 0, op->count * op->esize);
 }
 
-/* After its direct copies, a root that writes into its receiver says its
- * writes are over (reduced), for which the receiver then waits. */
+/* After its direct copies, a root that writes into its receivers says its
+ * writes are over (reduced), for which the receivers then wait. */
 static int root_wrote(hcomm_shm_op_t *op, hcomm_status_t st) {
     if (st != HCOMM_SUCCESS || !root_writes(op)) return -1;
     if (op->shm->rank != op->root) return PHASE_REDUCED;
@@ -973,7 +983,7 @@ static int inputs_arrived(hcomm_shm_op_t *op) {
     if (op->seq == op->first && !op->lagged)
         return all_reached(op, SHM_ARRIVE, op->seq);
     if (root_writes(op) && op->shm->rank == op->root)
-        return all_reached(op, SHM_ARRIVE, op->seq); /* its receiver's */
+        return all_reached(op, SHM_ARRIVE, op->seq); /* its receivers' */
     if (op->coll == HCOMM_COLL_BCAST || op->coll == HCOMM_COLL_SCATTER)
         return op->shm->rank == op->root ||
                reached(op, op->root, SHM_ARRIVE, op->seq);

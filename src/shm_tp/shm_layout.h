@@ -240,6 +240,19 @@ static inline int hcomm_shm_all_below(const hcomm_shm_t *shm, uint64_t block,
  * it copies its own block after its share. */
 #define HCOMM_SHM_SCATTER_HALVES_2 (512u << 10)
 #define HCOMM_SHM_SCATTER_READ_2 (1u << 20)
+/* Above 2 ranks a scatter's direct copies have the root write a quarter
+ * of every receiver's block while the receivers read the rest, below
+ * this many bytes in all; from it the receivers read it all while the
+ * root copies its own block. Readers of lines the root has just written
+ * take them from its core, all at once. On the 16-core host (stop 58,
+ * 4-16 ranks, medians of 4 runs, new data every call and the output read
+ * after it, --rewrite --consume), 2 MiB in all took 140-259 us where the
+ * receivers read it all took 167-363 (MPI 236-272), 4 MiB 255-413
+ * against 302-412; with unchanged buffers 61-188 against 68-252 at 2-4
+ * MiB. A half or 3/4 took longer from 4 MiB; at 8 MiB a quarter took
+ * 1.0-1.8x the time of none (2-3 runs): the root's share grows with the
+ * size while each reader's shrinks with the rank count. */
+#define HCOMM_SHM_SCATTER_SHARE_MAX (8u << 20)
 
 /* Publishes where this rank's buffer of len bytes is: a region id and
  * offset when it is registered, else its address. */

@@ -286,11 +286,14 @@ static void check_run_ahead(hcomm_comm_t comm, const char *what) {
 /* n bytes a rank gathered to and scattered from every root, in place and
  * not: from 2 MiB in all (past it at 2 ranks), a gather's ranks write
  * their blocks into the root's buffer; past it a scatter's read theirs
- * from it. */
+ * from it, and below 8 MiB its root writes part of each into its
+ * receiver. The line past a receiver's block must stay as it was. */
 static void check_gather_scatter(hcomm_comm_t comm, const char *what,
                                  size_t n) {
+    enum { GUARD = 64 };
     size_t all_bytes = n * (size_t)nranks;
-    unsigned char *all = malloc(all_bytes), *mine = malloc(n);
+    unsigned char *all = malloc(all_bytes), *mine = malloc(n + GUARD);
+    memset(mine + n, 0xa5, GUARD);
     for (int root = 0; root < nranks; root++)
         for (int inplace = 0; inplace < 2; inplace++) {
             int ip = inplace && rank == root;
@@ -311,6 +314,8 @@ static void check_gather_scatter(hcomm_comm_t comm, const char *what,
             bad = 0;
             for (size_t i = 0; i < n; i++)
                 bad += own[i] != byte_of(rank + root, i);
+            for (size_t i = n; !ip && i < n + GUARD; i++)
+                bad += own[i] != 0xa5;
             CHECK(bad == 0, "%s: scatter count %zu root %d %s: %zu wrong", what,
                   n, root, inplace ? "in place" : "out of place", bad);
         }
@@ -341,8 +346,10 @@ static void check_alltoall(hcomm_comm_t comm, const char *what, size_t n) {
 /* Past 4 MiB in all, allgather and reduce_scatter take the node stages
  * on even nodes too. Gather, scatter and alltoall either side of where
  * the slots give way to direct copies (256 KiB, 512 KiB at 2 ranks and 2
- * MiB in all), and a 2-rank scatter's root writing 3/4 of its receiver's
- * block (128 KiB), half (600,001 B) or none (1 MiB, 1,100,007 B). */
+ * MiB in all); a 2-rank scatter's root writing 3/4 of its receiver's
+ * block (128 KiB), half (600,001 B) or none (1 MiB, 1,100,007 B), as
+ * above 2 ranks a quarter of each (2 to 5.5 MB in all; from 8 MiB none,
+ * the path of the 2-rank 1 MiB blocks). */
 static void check_large(hcomm_comm_t comm, const char *what) {
     for (size_t all = 128u << 10; all <= (2u << 20); all *= 2)
         check_alltoall(comm, what, all / (size_t)nranks);
