@@ -182,6 +182,12 @@ int hcomm_shm_region_remove(hcomm_shm_t *shm, const void *ptr);
 hcomm_shm_algo_t hcomm_shm_select(const hcomm_shm_t *shm, hcomm_coll_t coll,
                                   size_t bytes);
 
+/* The eighths of each receiver's block of bytes that the root of a
+ * broadcast or scatter by direct copies writes into the receiver while
+ * the receiver reads the rest; 0: the receivers read it all. */
+size_t hcomm_shm_root_eighths(const hcomm_shm_t *shm, hcomm_coll_t coll,
+                              size_t block);
+
 /* Where a rank's buffers of a CUDA IPC call lie in registered device
  * memory (hcomm_mem_alloc_device): region ids (0: not registered) and
  * offsets. Each rank sends its own with the call's agreement round; a
@@ -240,6 +246,9 @@ typedef struct {
     size_t rounds, round, chunk; /* chunk: elements per round */
     int phase;
     int lagged; /* compares the peers' descriptors later (shm.h) */
+    /* direct copies: the eighths of each receiver's block the root writes
+     * (hcomm_shm_root_eighths); 0 for every other call */
+    size_t root_eighths;
     /* Whether the first round reads the line after each peer's arrive
      * counter too (alltoallv: its record's table): asked for with it. */
     int reads_next_line;

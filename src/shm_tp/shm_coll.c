@@ -247,6 +247,9 @@ hcomm_status_t hcomm_shm_op_start(hcomm_shm_op_t *op, hcomm_shm_t *shm,
     if (algo == HCOMM_SHM_CMA && coll == HCOMM_COLL_BCAST && shm->size != 2)
         return hcomm_error(HCOMM_ERR_INTERNAL,
                            "shm: a direct-read broadcast takes 2 ranks");
+    op->root_eighths = algo == HCOMM_SHM_CMA
+                           ? hcomm_shm_root_eighths(shm, coll, count * esize)
+                           : 0;
     if (algo == HCOMM_SHM_CMA) {
         op->chunk = count;
         op->rounds = count ? 1 : 0;
@@ -417,24 +420,9 @@ static hcomm_status_t peer_write(const hcomm_shm_op_t *op, int peer, size_t off,
                     bytes, 1);
 }
 
-/* The eighths of each receiver's block that the root of a broadcast or
- * scatter by direct copies writes into the receiver (split_copy); 0 where
- * the receivers read it all. */
-static size_t root_eighths(const hcomm_shm_op_t *op) {
-    if (op->algo != HCOMM_SHM_CMA) return 0;
-    if (op->coll == HCOMM_COLL_BCAST) return 4; /* 2 ranks only */
-    if (op->coll != HCOMM_COLL_SCATTER) return 0;
-    size_t block = op->count * op->esize;
-    if (op->shm->size > 2)
-        return hcomm_shm_all_below(op->shm, block, HCOMM_SHM_SCATTER_SHARE_MAX)
-                   ? 2
-                   : 0;
-    return block >= HCOMM_SHM_SCATTER_READ_2     ? 0
-           : block >= HCOMM_SHM_SCATTER_HALVES_2 ? 4
-                                                 : 6;
-}
+/* Whether the root writes into its receivers (split_copy). */
 static int root_writes(const hcomm_shm_op_t *op) {
-    return root_eighths(op) > 0;
+    return op->root_eighths > 0;
 }
 
 /* A broadcast or scatter by direct copies: the receivers would copy their
@@ -444,7 +432,7 @@ static int root_writes(const hcomm_shm_op_t *op) {
 static hcomm_status_t split_copy(const hcomm_shm_op_t *op, size_t stride,
                                  size_t bytes) {
     const hcomm_shm_t *shm = op->shm;
-    size_t head = bytes - (bytes * root_eighths(op) / 8 & ~(size_t)63);
+    size_t head = bytes - (bytes * op->root_eighths / 8 & ~(size_t)63);
     if (shm->rank != op->root)
         return hcomm_shm_peer_copy(op, op->root, 0, (size_t)shm->rank * stride,
                                    op->recvbuf, head);

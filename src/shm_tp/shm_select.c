@@ -1,5 +1,6 @@
 /* Which direct algorithm, if any, a call takes on the node's segment, by
- * collective, size and rank count. */
+ * collective, size and rank count, and how a scatter's or broadcast's
+ * direct copies split between the root and its receivers. */
 #include "shm_tp/shm_layout.h"
 #include "core/config.h"
 
@@ -114,4 +115,45 @@ hcomm_shm_algo_t hcomm_shm_select(const hcomm_shm_t *shm, hcomm_coll_t coll,
     default:
         return HCOMM_SHM_NONE;
     }
+}
+
+/* A 2-rank scatter's direct copies: the root writes 3/4 of its receiver's
+ * block into it while the receiver reads the rest, 1/2 from
+ * SCATTER_HALVES_2, and from SCATTER_READ_2 the
+ * receiver reads it all while the root copies its own block. The root
+ * reads its own cache; a receiver reading lines the root has just
+ * written takes them one by one from the root's core. Stop 56, 128 KiB
+ * to 1 MiB in all (blocks of 64-512 KiB), medians of 3 runs, us, new
+ * data every call / unchanged buffers:
+ *   16-core host: 3/4 8.7-49.3 / 5.5-36.9, 1/2 10.7-59.5 / 4.8-29.9,
+ *                 all read 20.0-105.1 / 4.5-25.4 (MPI 14-76 / 14-75);
+ *   here (2 cores): 3/4 8.4-66.2 / 5.6-42.2, 1/2 10.1-65.9 / 5.1-31.6,
+ *                   all read 15.5-101.2 / 4.6-24.5 (MPI 20-119 / 7-39).
+ * 3/4 of a 512 KiB block took longer than MPI here (42.2 against 38.9).
+ * From 1 MiB blocks any share of the root's took longer than none on
+ * both machines (up to 1.5x with new data, 3.2x with unchanged buffers):
+ * it copies its own block after its share. */
+#define SCATTER_HALVES_2 (512u << 10)
+#define SCATTER_READ_2 (1u << 20)
+/* Above 2 ranks a scatter's direct copies have the root write a quarter
+ * of every receiver's block while the receivers read the rest, below
+ * this many bytes in all; from it the receivers read it all while the
+ * root copies its own block. Readers of lines the root has just written
+ * take them from its core, all at once. On the 16-core host (stop 58,
+ * 4-16 ranks, medians of 4 runs, new data every call and the output read
+ * after it, --rewrite --consume), 2 MiB in all took 140-259 us where the
+ * receivers read it all took 167-363 (MPI 236-272), 4 MiB 255-413
+ * against 302-412; with unchanged buffers 61-188 against 68-252 at 2-4
+ * MiB. A half or 3/4 took longer from 4 MiB; at 8 MiB a quarter took
+ * 1.0-1.8x the time of none (2-3 runs): the root's share grows with the
+ * size while each reader's shrinks with the rank count. */
+#define SCATTER_SHARE_MAX (8u << 20)
+
+size_t hcomm_shm_root_eighths(const hcomm_shm_t *shm, hcomm_coll_t coll,
+                              size_t block) {
+    if (coll == HCOMM_COLL_BCAST) return 4; /* 2 ranks only */
+    if (coll != HCOMM_COLL_SCATTER) return 0;
+    if (shm->size > 2)
+        return hcomm_shm_all_below(shm, block, SCATTER_SHARE_MAX) ? 2 : 0;
+    return block >= SCATTER_READ_2 ? 0 : block >= SCATTER_HALVES_2 ? 4 : 6;
 }
