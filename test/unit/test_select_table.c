@@ -7,6 +7,7 @@
 #include "coll/select.h"
 #include "coll/select_table.h"
 #include "hcomm_sim.h"
+#include "quick.h"
 
 #include <setjmp.h>
 #include <stdarg.h>
@@ -27,8 +28,7 @@
 static hcomm_sim_model_t model;
 
 static int max_checked_ranks(void) {
-    const char *e = getenv("HCOMM_TEST_SANITIZER");
-    if (!e || !*e || strcmp(e, "0") == 0) return MAX_CHECKED_RANKS;
+    if (!sanitizer_pass()) return MAX_CHECKED_RANKS;
     fprintf(stderr, "HCOMM_TEST_SANITIZER: shapes up to %d ranks\n",
             MAX_CHECKED_RANKS_SANITIZER);
     return MAX_CHECKED_RANKS_SANITIZER;
