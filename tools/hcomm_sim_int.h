@@ -44,9 +44,10 @@ hcomm_status_t hcomm_sim_build(const hcomm_sim_model_t *m,
                                const hcomm_sim_call_t *c, int rank,
                                hcomm_plan_t *plan);
 
-/* Picks the symmetry to simulate under: the first of shift and
- * exclusive-or that the shape allows and the plans obey for sampled ranks
- * and elements, else none. */
+/* Picks the symmetry to simulate under: the first of shift (by a node, or
+ * by the nodes a switch holds), exclusive-or, and shift by the nodes the
+ * count's block pattern spans, that the shape allows and the plans obey for
+ * sampled ranks and elements, else none. */
 hcomm_status_t hcomm_sim_find_symmetry(const hcomm_sim_model_t *m,
                                        const hcomm_sim_shape_t *sh,
                                        const hcomm_sim_call_t *c,

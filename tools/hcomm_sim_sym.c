@@ -184,6 +184,19 @@ static hcomm_status_t check(const hcomm_sim_model_t *m,
     return HCOMM_SUCCESS;
 }
 
+static size_t gcd(size_t a, size_t b) {
+    while (b) {
+        size_t t = a % b;
+        a = b;
+        b = t;
+    }
+    return a;
+}
+
+static int lcm(int a, int b) {
+    return a / (int)gcd((size_t)a, (size_t)b) * b;
+}
+
 static int pow2(int x) {
     return x > 0 && (x & (x - 1)) == 0;
 }
@@ -204,9 +217,17 @@ hcomm_status_t hcomm_sim_find_symmetry(const hcomm_sim_model_t *m,
     int nps = m->nodes_per_switch > 0 && m->nodes_per_switch < N
                   ? m->nodes_per_switch
                   : 0;
-    hcomm_sim_sym_t cand[2] = {{SYM_SHIFT, N, L, nps ? nps : 1},
-                               {SYM_XOR, N, L, 1}};
-    for (int i = 0; i < 2; i++) {
+    int g0 = nps ? nps : 1;
+    /* A block a rank, split as allreduce_ring.c splits, repeats every
+     * size / gcd(count % size, size) ranks: with fewer elements than ranks
+     * that spans several nodes, and the third candidate shifts by them. */
+    int period =
+        sh->size / (int)gcd(c->count % (size_t)sh->size, (size_t)sh->size);
+    int gp = lcm(g0, period / (int)gcd((size_t)period, (size_t)L));
+    hcomm_sim_sym_t cand[3] = {
+        {SYM_SHIFT, N, L, g0}, {SYM_XOR, N, L, 1}, {SYM_SHIFT, N, L, gp}};
+    for (int i = 0; i < 3; i++) {
+        if (i == 2 && gp == g0) break;
         hcomm_sim_sym_t *s = &cand[i];
         if (s->kind == SYM_SHIFT && (N % s->G || N / s->G < 4)) continue;
         if (s->kind == SYM_XOR && (!pow2(N) || (nps && !pow2(nps)))) continue;

@@ -12,15 +12,30 @@ typedef struct {
     size_t cmax; /* chunks in the largest block */
 } ring_t;
 
+/* Block b is [b * count / n, (b + 1) * count / n): the count % n longer
+ * blocks are spread evenly over the ring rather than put first. Either split
+ * moves the same bytes; this one repeats every n / gcd(count % n, n) ranks,
+ * so that with fewer elements than ranks the plans of ranks that far apart
+ * are still images of each other, and the simulator (tools/hcomm_sim_sym.c)
+ * runs one period of ranks instead of every rank. */
+static size_t block_offset(const ring_t *g, int b) {
+    size_t q = g->count / (size_t)g->n, rem = g->count % (size_t)g->n;
+    return (size_t)b * q + (size_t)b * rem / (size_t)g->n;
+}
+
+static size_t block_count(const ring_t *g, int b) {
+    return block_offset(g, b + 1) - block_offset(g, b);
+}
+
 static size_t chunk_count(const ring_t *g, int block, size_t c) {
-    size_t len = hcomm_block_count(g->count, g->n, block);
+    size_t len = block_count(g, block);
     if (c * g->chunk >= len) return 0;
     size_t rest = len - c * g->chunk;
     return rest < g->chunk ? rest : g->chunk;
 }
 
 static size_t chunk_offset(const ring_t *g, int block, size_t c) {
-    return hcomm_block_offset(g->count, g->n, block) + c * g->chunk;
+    return block_offset(g, block) + c * g->chunk;
 }
 
 /* Whether block b holds nothing (with fewer elements than ranks, all but
@@ -28,7 +43,7 @@ static size_t chunk_offset(const ring_t *g, int block, size_t c) {
  * it before computing its chunks: building every rank's plan of a
  * 16,384-rank ring at 512 B took a minute of such steps. */
 static int block_empty(const ring_t *g, int b) {
-    return hcomm_block_count(g->count, g->n, b) == 0;
+    return block_count(g, b) == 0;
 }
 
 /* Empty chunks add no step (index -1): keep the dependency on the last real
@@ -51,7 +66,8 @@ hcomm_status_t hcomm_allreduce_ring(const hcomm_plan_args_t *args,
     g.right = (g.r + 1) % g.n;
     g.count = args->count;
     g.chunk = hcomm_chunk_elems(args);
-    g.cmax = (hcomm_block_count(g.count, g.n, 0) + g.chunk - 1) / g.chunk;
+    size_t longest = g.count / (size_t)g.n + (g.count % (size_t)g.n != 0);
+    g.cmax = (longest + g.chunk - 1) / g.chunk;
     if (g.n == 1) return hcomm_plan_local_copy(args, plan);
 
     /* Per chunk: the step that last reduced it (scratch slot reuse and the
@@ -64,7 +80,7 @@ hcomm_status_t hcomm_allreduce_ring(const hcomm_plan_args_t *args,
     if (!last_reduce || !rs_send || !ag_recv) goto out;
     for (size_t c = 0; c < g.cmax; c++)
         last_reduce[c] = ag_recv[c] = -1;
-    plan->scratch_count = hcomm_block_count(g.count, g.n, 0);
+    plan->scratch_count = longest;
 
     for (int s = 0; s < g.n - 1; s++) {
         int sb = (g.r - s + g.n) % g.n, rb = (g.r - s - 1 + 2 * g.n) % g.n;
