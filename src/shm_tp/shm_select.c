@@ -79,9 +79,14 @@ hcomm_shm_algo_t hcomm_shm_select(const hcomm_shm_t *shm, hcomm_coll_t coll,
          * (--rewrite); past the slots' 2 MiB 0.98-1.07x where the plans
          * took 0.92-0.96x (4-64 MiB). 8 ranks on the 16-core host, 512
          * KiB-8 MiB: 1.2-1.9x less time than the slots and the plans
-         * (1.28-2.27x MPI against 0.97-1.78x); at 16 ranks, where every
-         * rank reads 15 peers, no better than the noise. */
-        if (shm->cma && peers < 8 && bytes >= CMA_MIN_BLOCK * (size_t)shm->size)
+         * (1.28-2.27x MPI against 0.97-1.78x); at 16 ranks up to 2 MiB,
+         * where every rank reads 15 peers, no better than the slots. Above
+         * 8 ranks they take what the slots leave to the plans: at 12
+         * and 16 ranks, 2-32 MiB, 3 rotations (stop 60), 0.69-0.95 of the
+         * plans' time with unchanged buffers (0.80 summed over the sizes),
+         * 0.87-1.24 with new data every call (1.00 summed). */
+        if (shm->cma && bytes >= CMA_MIN_BLOCK * (size_t)shm->size &&
+            (peers < 8 || bytes > HCOMM_SHM_SLOTS_MAX_MOVE))
             return HCOMM_SHM_CMA;
         /* fall through */
     case HCOMM_COLL_REDUCE_SCATTERV:

@@ -1105,6 +1105,32 @@ static void test_slots_limit(void **state) {
             }
 }
 
+/* AllGatherV reads its peers directly from a 64 KiB block on average at
+ * 2 to 8 ranks; above 8, where every rank reads many peers, only past what
+ * the slots move (2 MiB in all). Otherwise the slots up to 2 MiB, then the
+ * plans. */
+static void test_allgatherv_limit(void **state) {
+    (void)state;
+    const size_t most = 2u << 20;
+    for (int P = 2; P <= 17; P++)
+        for (int cma = 0; cma < 2; cma++) {
+            hcomm_shm_t shm = {.size = P, .cma = cma};
+            size_t direct = (64u << 10) * (size_t)P;
+            hcomm_shm_algo_t slots_or_cma =
+                cma && P <= 8 ? HCOMM_SHM_CMA : HCOMM_SHM_ONESHOT;
+            assert_int_equal(
+                hcomm_shm_select(&shm, HCOMM_COLL_ALLGATHERV, direct - 1),
+                direct - 1 <= most ? HCOMM_SHM_ONESHOT : HCOMM_SHM_NONE);
+            if (direct <= most)
+                assert_int_equal(
+                    hcomm_shm_select(&shm, HCOMM_COLL_ALLGATHERV, direct),
+                    slots_or_cma);
+            assert_int_equal(
+                hcomm_shm_select(&shm, HCOMM_COLL_ALLGATHERV, most + 1),
+                cma ? HCOMM_SHM_CMA : HCOMM_SHM_NONE);
+        }
+}
+
 static void test_2_ranks(void **state) {
     (void)state;
     run_ranks(2);
@@ -1138,6 +1164,7 @@ int main(void) {
         cmocka_unit_test(test_5_ranks),
         cmocka_unit_test(test_8_ranks),
         cmocka_unit_test(test_alltoallv),
-        cmocka_unit_test(test_slots_limit)};
+        cmocka_unit_test(test_slots_limit),
+        cmocka_unit_test(test_allgatherv_limit)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
