@@ -220,39 +220,47 @@ static void test_symmetry(void **state) {
  * runs that many nodes' ranks, with every rank's time and bytes. */
 static void test_symmetry_period(void **state) {
     (void)state;
-    hcomm_sim_model_t m;
-    hcomm_sim_model_default(&m);
-    /* elements over 16 nodes of 4: the nodes one period spans */
+    /* Elements over 16 nodes of 4, and the ranks simulated: the nodes one
+     * period spans, with switches of 2 nodes at least 2 of them, and every
+     * rank where that is more than a quarter of the nodes. */
     static const struct {
         size_t count;
-        int nodes;
-    } cases[] = {{4, 4}, {8, 2}, {24, 2}, {12, 4}, {2, 8}, {63, 16}};
-    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-        hcomm_sim_shape_t sh;
-        assert_int_equal(hcomm_sim_shape_regular(&sh, 16, 4), 0);
-        hcomm_sim_call_t c = {.algo =
-                                  hcomm_algo_find(HCOMM_COLL_ALLREDUCE, "ring"),
-                              .count = cases[i].count,
-                              .esize = 4};
-        hcomm_sim_result_t a, b;
-        char err[512];
-        assert_int_equal(hcomm_sim_run(&m, &sh, &c, &a, err, sizeof(err)),
-                         HCOMM_SUCCESS);
-        c.no_symmetry = 1;
-        assert_int_equal(hcomm_sim_run(&m, &sh, &c, &b, err, sizeof(err)),
-                         HCOMM_SUCCESS);
-        /* A period of more than a quarter of the nodes: every rank runs. */
-        int expect = cases[i].nodes > 4 ? 64 : 4 * cases[i].nodes;
-        if (a.simulated_ranks != expect || b.simulated_ranks != 64)
-            fail_msg("%zu elements: %d ranks simulated (%s), expected %d",
-                     cases[i].count, a.simulated_ranks, a.symmetry, expect);
-        if (fabs(a.time - b.time) > 1e-9 * b.time)
-            fail_msg("%zu elements: %s predicts %.6f us, every rank %.6f us",
-                     cases[i].count, a.symmetry, a.time * 1e6, b.time * 1e6);
-        for (int l = 0; l < SIM_LEVELS; l++)
-            assert_true(fabs(a.bytes[l] - b.bytes[l]) < 0.5);
-        hcomm_sim_shape_free(&sh);
-    }
+        int ranks, ranks_switched;
+    } cases[] = {{4, 16, 16}, {8, 8, 8},   {24, 8, 8},   {12, 16, 16},
+                 {32, 4, 8},  {2, 64, 64}, {63, 64, 64}, {64, 4, 8}};
+    for (int nps = 0; nps <= 2; nps += 2)
+        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+            hcomm_sim_model_t m;
+            hcomm_sim_model_default(&m);
+            m.nodes_per_switch = nps;
+            hcomm_sim_shape_t sh;
+            assert_int_equal(hcomm_sim_shape_regular(&sh, 16, 4), 0);
+            hcomm_sim_call_t c = {
+                .algo = hcomm_algo_find(HCOMM_COLL_ALLREDUCE, "ring"),
+                .count = cases[i].count,
+                .esize = 4};
+            hcomm_sim_result_t a, b;
+            char err[512];
+            assert_int_equal(hcomm_sim_run(&m, &sh, &c, &a, err, sizeof(err)),
+                             HCOMM_SUCCESS);
+            c.no_symmetry = 1;
+            assert_int_equal(hcomm_sim_run(&m, &sh, &c, &b, err, sizeof(err)),
+                             HCOMM_SUCCESS);
+            int expect = nps ? cases[i].ranks_switched : cases[i].ranks;
+            if (a.simulated_ranks != expect || b.simulated_ranks != 64)
+                fail_msg("%zu elements, switches of %d: %d ranks simulated "
+                         "(%s), expected %d",
+                         cases[i].count, nps, a.simulated_ranks, a.symmetry,
+                         expect);
+            if (fabs(a.time - b.time) > 1e-9 * b.time)
+                fail_msg("%zu elements, switches of %d: %s predicts %.6f us, "
+                         "every rank %.6f us",
+                         cases[i].count, nps, a.symmetry, a.time * 1e6,
+                         b.time * 1e6);
+            for (int l = 0; l < SIM_LEVELS; l++)
+                assert_true(fabs(a.bytes[l] - b.bytes[l]) < 0.5);
+            hcomm_sim_shape_free(&sh);
+        }
 }
 
 /* The predicted time of call c on nodes x ppn ranks. */
