@@ -81,10 +81,12 @@ hcomm_shm_algo_t hcomm_shm_select(const hcomm_shm_t *shm, hcomm_coll_t coll,
          * KiB-8 MiB: 1.2-1.9x less time than the slots and the plans
          * (1.28-2.27x MPI against 0.97-1.78x); at 16 ranks up to 2 MiB,
          * where every rank reads 15 peers, no better than the slots. Above
-         * 8 ranks they take what the slots leave to the plans: at 12
-         * and 16 ranks, 2-32 MiB, 3 rotations (stop 60), 0.69-0.95 of the
-         * plans' time with unchanged buffers (0.80 summed over the sizes),
-         * 0.87-1.24 with new data every call (1.00 summed). */
+         * 8 ranks they take what the slots leave to the plans. Stop 60, 12
+         * and 16 ranks on two 16-core hosts, 5 sets of 3 rotated runs
+         * (unchanged buffers, new data): 4-32 MiB took 0.75-1.06 of the
+         * plans' time summed over the sizes, 0.69-1.02 at 32 MiB; the 2 MiB
+         * cells, the same code both ways, came to 0.85-0.94 in 4 of those
+         * sets, so below 32 MiB the two are level within the noise. */
         if (shm->cma && bytes >= CMA_MIN_BLOCK * (size_t)shm->size &&
             (peers < 8 || bytes > HCOMM_SHM_SLOTS_MAX_MOVE))
             return HCOMM_SHM_CMA;
