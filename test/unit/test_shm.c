@@ -1105,26 +1105,26 @@ static void test_slots_limit(void **state) {
             }
 }
 
-/* AllGatherV reads its peers directly from a 64 KiB block on average at
- * 2 to 8 ranks; above 8, where every rank reads many peers, only past what
- * the slots move (2 MiB in all). Otherwise the slots up to 2 MiB, then the
- * plans. */
+/* AllGatherV (bytes in all) reads its peers directly from a 64 KiB block
+ * on average at 2 to 8 ranks; above 8, where every rank reads many peers,
+ * only past what the slots move (2 MiB). Otherwise the slots up to 2 MiB,
+ * then the plans. */
 static void test_allgatherv_limit(void **state) {
     (void)state;
     const size_t most = 2u << 20;
     for (int P = 2; P <= 17; P++)
         for (int cma = 0; cma < 2; cma++) {
             hcomm_shm_t shm = {.size = P, .cma = cma};
-            size_t direct = (64u << 10) * (size_t)P;
-            hcomm_shm_algo_t slots_or_cma =
+            size_t direct = (64u << 10) * (size_t)P; /* at most 1.1 MiB */
+            hcomm_shm_algo_t early =
                 cma && P <= 8 ? HCOMM_SHM_CMA : HCOMM_SHM_ONESHOT;
             assert_int_equal(
                 hcomm_shm_select(&shm, HCOMM_COLL_ALLGATHERV, direct - 1),
-                direct - 1 <= most ? HCOMM_SHM_ONESHOT : HCOMM_SHM_NONE);
-            if (direct <= most)
-                assert_int_equal(
-                    hcomm_shm_select(&shm, HCOMM_COLL_ALLGATHERV, direct),
-                    slots_or_cma);
+                HCOMM_SHM_ONESHOT);
+            assert_int_equal(
+                hcomm_shm_select(&shm, HCOMM_COLL_ALLGATHERV, direct), early);
+            assert_int_equal(
+                hcomm_shm_select(&shm, HCOMM_COLL_ALLGATHERV, most), early);
             assert_int_equal(
                 hcomm_shm_select(&shm, HCOMM_COLL_ALLGATHERV, most + 1),
                 cma ? HCOMM_SHM_CMA : HCOMM_SHM_NONE);
