@@ -102,6 +102,17 @@ typedef struct {
      * names it zero-copy eager): it leaves when sent, at eager_bw, and
      * neither CPU copies it (0: none such, the copy protocols above). */
     size_t zcopy_bytes[SIM_LEVELS];
+    /* The node's shared-memory algorithms (hcomm_sim_shm.c): a call's
+     * fixed cost, a peer's flag seen (seconds each), a peer's slot lines
+     * read at shm_peer_speedup times the CPU's rate, whether direct reads
+     * (CMA) work, a process_vm_readv's cost and its copy rate, and the
+     * input slot (0: the library's 256 KiB); shm: the file gave them (else
+     * no such rows). */
+    int shm;
+    double shm_call, shm_flag, shm_peer_speedup;
+    int shm_cma;
+    double shm_cma_call, shm_cma_bw;
+    size_t shm_slot_bytes;
 } hcomm_sim_model_t;
 
 /* Nodes numbered by their lowest rank, as topo.h numbers them. */
@@ -157,6 +168,13 @@ void hcomm_sim_shape_free(hcomm_sim_shape_t *sh);
 void hcomm_sim_model_default(hcomm_sim_model_t *m);
 hcomm_status_t hcomm_sim_load(const char *path, hcomm_sim_model_t *m,
                               hcomm_sim_shape_t *sh, char *err, size_t len);
+
+/* The shared-memory algorithms, as rows beside the plans' on one node:
+ * "shm" (what selection takes), "shm_oneshot", "shm_twoshot" and
+ * "shm_cma"; hcomm_sim_run runs them through their formulas. */
+extern const hcomm_algo_t hcomm_sim_shm_algos[];
+extern const int hcomm_sim_nshm_algos;
+int hcomm_sim_is_shm(const hcomm_algo_t *a);
 
 /* Runs one call. HCOMM_ERR_UNSUPPORTED: the algorithm declines the shape,
  * or the run is over max_steps (err says which). */

@@ -50,6 +50,12 @@ size's fastest (as HCOMM_CALIB_REPS does for runs back to back): a slow
 spell of the machine then costs one pass, not every run of one shape.
 The record keeps each pass's figures too ("passes of" each key), which
 show how far the machine repeats itself.
+--shm: the node's shared-memory algorithms instead, which selection takes
+on one node (hcomm_sim_shm.c): AllReduce as selection takes it, one-shot
+at every size and never one-shot (two-shot, then direct reads), and
+Broadcast, at 2, 4, 8 and 16 ranks a core each, 8 B to 16 MiB; the
+segment's figures fitted (main_shm says from which runs) into
+hcomm_sim_shm.json, and every rank count compared.
 Only the standard library; every number comes from the programs it runs.
 """
 import atexit
@@ -93,6 +99,9 @@ RECORD = os.path.join(OUTDIR, "hcomm_sim_measured.json")
 # broadcast's root then runs ahead of its receivers, as it does there.
 CALLS = 16
 PASSES = int(ARGS[ARGS.index("--passes") + 1]) if "--passes" in ARGS else 1
+# --shm: the shared-memory algorithms that selection takes on one node
+# instead of the plans (one-shot, two-shot, direct reads; main_shm).
+SHM = "--shm" in ARGS
 MEASURED = {}
 FRESH = set()  # keys measured in this pass
 if REPLAY:
@@ -178,8 +187,16 @@ def perf(ranks, coll, algo, lo, hi, factor, hosts=None, reps=None):
     return {int(size): t for size, t in got.items()}
 
 
+# Runs of the segment's algorithms: "shm" is selection's own (no
+# HCOMM_ALGO); "shm_oneshot" one-shot at every size, "shm_twoshot" none
+# (two-shot, then direct reads from their limit), by the one-shot limit.
+SHM_ALGOS = {"shm": {}, "shm_oneshot": {"HCOMM_FAST_PATH_SMALL_MSG": "1G"},
+             "shm_twoshot": {"HCOMM_FAST_PATH_SMALL_MSG": "0"}}
+
+
 def measure_perf(ranks, coll, algo, lo, hi, factor, hosts, reps):
-    env = dict(ENV, HCOMM_ALGO="%s=%s" % (coll, algo))
+    env = dict(ENV, **SHM_ALGOS[algo]) if algo in SHM_ALGOS else dict(
+        ENV, HCOMM_ALGO="%s=%s" % (coll, algo))
     # One host with a core a rank: each rank on its own core, and the
     # same cores from run to run (unbound, the 16-core host's record had
     # a 3-rank ring at 16 KiB slower than a 4-rank one); past the cores
@@ -244,9 +261,11 @@ def fake_topo(hosts):
     return FAKE_TOPOS[hosts]
 
 
-def simulate(model, coll, algo, size, nodes=None, ppn=None, topo=None):
+def simulate(model, coll, algo, size, nodes=None, ppn=None, topo=None,
+             env=None):
     """The simulator's time (us) a call, of CALLS back to back as
-    hcomm_perf times them."""
+    hcomm_perf times them; env: HCOMM_* settings its selection of the
+    segment's algorithms reads, as the library's does."""
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
         json.dump(dict(model, **(topo or {})), f)
         path = f.name
@@ -255,7 +274,9 @@ def simulate(model, coll, algo, size, nodes=None, ppn=None, topo=None):
                str(size), "--calls", str(CALLS), "--json"]
         if nodes:
             cmd += ["--nodes", str(nodes), "--ppn", str(ppn)]
-        row = json.loads(sh(*cmd).stdout.splitlines()[0])
+        row = json.loads(subprocess.run(
+            cmd, check=True, capture_output=True, text=True,
+            env=dict(os.environ, **(env or {}))).stdout.splitlines()[0])
     finally:
         os.unlink(path)
     if "error" in row:
@@ -263,20 +284,20 @@ def simulate(model, coll, algo, size, nodes=None, ppn=None, topo=None):
     return row["time_us"]
 
 
-def fit(model, path, target, nodes, ppn, size, lo, hi, log):
+def fit(model, path, target, nodes, ppn, size, lo, hi, log,
+        algo="recursive_doubling"):
     """Bisection on one figure (model[path[0]][path[1]]...) until the
-    simulated recursive doubling (nodes x ppn ranks) takes target us: the
-    time grows with a latency and falls with a bandwidth or a speedup."""
+    simulated algo (nodes x ppn ranks) takes target us: the time grows
+    with a latency or a cost and falls with a bandwidth or a speedup."""
     where = model
     for p in path[:-1]:
         where = where[p]
     grows = path[-1] in ("latency_us", "rendezvous_us", "copy_start_us",
-                         "message_us")
+                         "message_us", "call_us", "flag_us", "cma_us")
     for _ in range(24):  # to 2^-24 of the range: well below the noise
         mid = (lo * hi) ** 0.5 if log else (lo + hi) / 2
         where[path[-1]] = mid
-        t = simulate(model, "allreduce", "recursive_doubling", size, nodes,
-                     ppn)
+        t = simulate(model, "allreduce", algo, size, nodes, ppn)
         if (t < target) == grows:
             lo = mid
         else:
@@ -498,7 +519,81 @@ def two_ranks(sizes, hosts=None):
     return table
 
 
+def main_shm():
+    """--shm: selection's own algorithms on one host, a core a rank. The
+    segment's figures are fitted from the 2-rank runs, each from the
+    sizes it decides (as calibrate() does the plans'), and every
+    algorithm compared at every rank count. The CPU's rates are this
+    host's (--measure-cpu); the cache's speedup is fitted here, for the
+    segment's own copies."""
+    cpu = recorded("cpu", lambda: json.loads(sh(SIM, "--measure-cpu").stdout))
+    l2 = recorded("l2", l2_bytes)
+    cores = recorded("cores", os.cpu_count)
+    ranks = [n for n in (2, 4, 8, 16) if n <= cores]
+    got = {}
+    for n in ranks:
+        for algo in SHM_ALGOS:
+            got[n, algo] = perf(n, "allreduce", algo, 8, 16 << 20, 2)
+        got[n, "bcast"] = perf(n, "bcast", "shm", 8, 16 << 20, 2)
+    if MEASURE_ONLY:
+        return
+    model = {"nodes": 1, "ranks_per_node": 2,
+             "cpu": {"reduce_GBps": cpu["reduce_GBps"],
+                     "copy_GBps": cpu["copy_GBps"], "cache_bytes": l2,
+                     "cached_speedup": 1.0},
+             "shm": {"call_us": 0.0, "flag_us": 0.0, "peer_speedup": 1.0,
+                     "cma_us": 0.0, "cma_GBps": 10.0}}
+
+    def fitted(name, n, algo, sizes, lo, hi, log, where="shm", runs=None):
+        return statistics.median(
+            fit(model, (where, name), got[n, runs or algo][z], 1, n, z, lo,
+                hi, log, algo) for z in sizes)
+
+    small = (8, 16, 32, 64)
+    for _ in range(3):  # each figure moves the others' fits a little
+        model["shm"]["call_us"] = fitted("call_us", 2, "shm_oneshot", small,
+                                         0.0, 5.0, False)
+        # a peer's flag: what two-shot's second round of flags adds at 2
+        # ranks, where its copies are of a few bytes
+        model["shm"]["flag_us"] = fitted("flag_us", 2, "shm_twoshot",
+                                         small, 0.0, 5.0, False)
+        # a peer's lines from its core: buffers past the cache
+        model["shm"]["peer_speedup"] = fitted(
+            "peer_speedup", 2, "shm_oneshot", (4 << 20, 16 << 20), 0.01,
+            100.0, True)
+        # the cache's speedup where a call's buffers fit in it
+        model["cpu"]["cached_speedup"] = fitted(
+            "cached_speedup", 2, "shm_oneshot", (262144,), 0.2, 50.0, True,
+            "cpu")
+        # direct reads: where selection takes them at 2 ranks
+        model["shm"]["cma_GBps"] = fitted("cma_GBps", 2, "shm_cma",
+                                          (4 << 20, 16 << 20), 0.1, 200.0,
+                                          True, runs="shm")
+        model["shm"]["cma_us"] = fitted("cma_us", 2, "shm_cma",
+                                        (262144, 524288), 0.0, 50.0, False,
+                                        runs="shm")
+    save_figures("hcomm_sim_shm.json", model)
+    rows = []
+    for n in ranks:
+        for algo in SHM_ALGOS:
+            for size in (1024, 16384, 262144, 4 << 20):
+                # selection's own, under the run's settings
+                pred = simulate(model, "allreduce", "shm", size, 1, n,
+                                env=SHM_ALGOS[algo])
+                rows.append(("1 host x %d" % n, "allreduce", algo, size,
+                             got[n, algo][size], pred))
+        for size in (1024, 16384, 262144, 4 << 20):
+            rows.append(("1 host x %d" % n, "bcast", "shm", size,
+                         got[n, "bcast"][size],
+                         simulate(model, "bcast", "shm", size, 1, n)))
+    inside = sum(1 for r in rows if abs(r[5] / r[4] - 1) <= 0.25)
+    print("\n%d of %d within 25%%\n" % (inside, len(rows)))
+    print_wide(rows)
+
+
 def main():
+    if SHM:
+        return main_shm()
     cpu = recorded("cpu", lambda: json.loads(sh(SIM, "--measure-cpu").stdout))
     l2 = recorded("l2", l2_bytes)
     base = {"nodes": 1, "ranks_per_node": 2, "rails": 1,

@@ -811,9 +811,11 @@ hcomm_status_t hcomm_sim_run(const hcomm_sim_model_t *m,
                              const hcomm_sim_call_t *c, hcomm_sim_result_t *out,
                              char *err, size_t errlen) {
     sim_t s;
+    err[0] = '\0';
+    if (hcomm_sim_is_shm(c->algo))
+        return hcomm_sim_shm_run(m, sh, c, out, err, errlen);
     memset(&s, 0, sizeof(s));
     memset(out, 0, sizeof(*out));
-    err[0] = '\0';
     s.m = m;
     s.sh = sh;
     s.c = c;

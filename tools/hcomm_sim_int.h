@@ -53,4 +53,11 @@ hcomm_status_t hcomm_sim_find_symmetry(const hcomm_sim_model_t *m,
                                        const hcomm_sim_call_t *c,
                                        hcomm_sim_sym_t *out);
 
+/* A call of a shared-memory algorithm (hcomm_sim_shm.c). */
+hcomm_status_t hcomm_sim_shm_run(const hcomm_sim_model_t *m,
+                                 const hcomm_sim_shape_t *sh,
+                                 const hcomm_sim_call_t *c,
+                                 hcomm_sim_result_t *out, char *err,
+                                 size_t errlen);
+
 #endif

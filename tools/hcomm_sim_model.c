@@ -12,7 +12,9 @@
  *    "cpu": {"reduce_GBps": 10, "copy_GBps": 20, "overhead_us": 0.3,
  *            "cache_bytes": 0, "cached_speedup": 1, "cache_ranks": 0,
  *            "cross_speedup": 1},
- *    "eager_bytes": 8192, "copy_bytes": 0, "chunk_bytes": 1048576}
+ *    "eager_bytes": 8192, "copy_bytes": 0, "chunk_bytes": 1048576,
+ *    "shm": {"call_us": 0.2, "flag_us": 0.05, "peer_speedup": 1,
+ *            "cma": 1, "cma_us": 1, "cma_GBps": 5, "slot_bytes": 0}}
  *
  * Every key but "nodes" is optional; unknown keys are errors, as in the
  * override file. A "nodes" array goes through the override file's own
@@ -76,6 +78,36 @@ static int level(json_t *levels, hcomm_sim_model_t *m, int lv, char *err,
     return 0;
 }
 
+/* The shared-memory algorithms' figures (hcomm_sim_shm.c). */
+static int shm_figures(json_t *o, hcomm_sim_model_t *m, char *err, size_t len) {
+    json_error_t je;
+    double call = 0.2, flag = 0.05, peer = 1, cma_us = 1, cma_gb = 5;
+    int cma = 1;
+    json_int_t slot = 0;
+    if (json_unpack_ex(o, &je, JSON_STRICT,
+                       "{s?F, s?F, s?F, s?b, s?F, s?F, s?I}", "call_us", &call,
+                       "flag_us", &flag, "peer_speedup", &peer, "cma", &cma,
+                       "cma_us", &cma_us, "cma_GBps", &cma_gb, "slot_bytes",
+                       &slot) != 0) {
+        snprintf(err, len, "shm: %s", je.text);
+        return -1;
+    }
+    if (call < 0 || flag < 0 || peer <= 0 || cma_us < 0 || cma_gb <= 0 ||
+        slot < 0) {
+        snprintf(err, len, "shm: rates > 0, the other figures >= 0");
+        return -1;
+    }
+    m->shm = 1;
+    m->shm_call = call * 1e-6;
+    m->shm_flag = flag * 1e-6;
+    m->shm_peer_speedup = peer;
+    m->shm_cma = cma;
+    m->shm_cma_call = cma_us * 1e-6;
+    m->shm_cma_bw = cma_gb * 1e9;
+    m->shm_slot_bytes = (size_t)slot;
+    return 0;
+}
+
 /* A "nodes" array: through hcomm_topo_override_load, which reads files. */
 static int nodes_array(json_t *nodes, hcomm_sim_shape_t *sh, char *err,
                        size_t len) {
@@ -119,18 +151,19 @@ hcomm_status_t hcomm_sim_load(const char *path, hcomm_sim_model_t *m,
         snprintf(err, len, "%s: line %d: %s", path, je.line, je.text);
         return HCOMM_ERR_INVALID_ARG;
     }
-    json_t *nodes = NULL, *levels = NULL, *cpu = NULL;
+    json_t *nodes = NULL, *levels = NULL, *cpu = NULL, *shm = NULL;
     int ppn = 0, rails = m->rails, cores = m->cores, nps = m->nodes_per_switch;
     json_int_t eager = (json_int_t)m->eager_bytes,
                copy = (json_int_t)m->copy_bytes,
                chunk = (json_int_t)m->chunk_bytes;
     hcomm_status_t st = HCOMM_ERR_INVALID_ARG;
-    if (json_unpack_ex(root, &je, JSON_STRICT,
-                       "{s:o, s?i, s?i, s?i, s?i, s?o, s?o, s?I, s?I, s?I}",
-                       "nodes", &nodes, "ranks_per_node", &ppn, "rails", &rails,
-                       "cores", &cores, "nodes_per_switch", &nps, "levels",
-                       &levels, "cpu", &cpu, "eager_bytes", &eager,
-                       "copy_bytes", &copy, "chunk_bytes", &chunk) != 0) {
+    if (json_unpack_ex(
+            root, &je, JSON_STRICT,
+            "{s:o, s?i, s?i, s?i, s?i, s?o, s?o, s?I, s?I, s?I, s?o}", "nodes",
+            &nodes, "ranks_per_node", &ppn, "rails", &rails, "cores", &cores,
+            "nodes_per_switch", &nps, "levels", &levels, "cpu", &cpu,
+            "eager_bytes", &eager, "copy_bytes", &copy, "chunk_bytes", &chunk,
+            "shm", &shm) != 0) {
         snprintf(err, len, "%s: %s", path, je.text);
         goto out;
     }
@@ -166,6 +199,7 @@ hcomm_status_t hcomm_sim_load(const char *path, hcomm_sim_model_t *m,
         m->cache_ranks = cr;
         m->cross_speedup = xs;
     }
+    if (shm && shm_figures(shm, m, err, len)) goto out;
     if (rails < 0 || cores < 0 || nps < 0 || eager < 0 || copy < 0 ||
         chunk <= 0) {
         snprintf(err, len, "%s: counts and sizes must not be negative", path);

@@ -34,4 +34,6 @@ check hcomm_sim_measured_gpuhost.json --no-netns hcomm_sim_here.json \
     hcomm_sim_gpuhost.json "36 of 48"
 check hcomm_sim_measured_gpuhost_fakehosts.json --fake-hosts \
     hcomm_sim_fakehosts.json hcomm_sim_fakehosts.json "94 of 112"
+check hcomm_sim_measured_here_shm.json --shm hcomm_sim_shm.json \
+    hcomm_sim_here_shm.json "10 of 16"
 exit $fail
