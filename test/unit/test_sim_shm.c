@@ -1,6 +1,7 @@
 /* hcomm_sim's shared-memory algorithms (tools/hcomm_sim_shm.c):
  * - each formula gives the time its copies, reductions, flags and system
- *   calls add up to, by hand, in one round and in several;
+ *   calls add up to, by hand, in one round and in several (AllReduce's
+ *   three, Broadcast's slots and direct copies);
  * - "shm" takes what the library's selection takes (hcomm_shm_select) at
  *   each side of the one-shot and direct-read limits, and two-shot where
  *   direct reads do not work;
@@ -35,26 +36,40 @@ static void figures(hcomm_sim_model_t *m) {
     m->shm_cma_bw = 4e9;
 }
 
-static const hcomm_algo_t *shm_algo(const char *name) {
+static const hcomm_algo_t *shm_algo(hcomm_coll_t coll, const char *name) {
     for (int a = 0; a < hcomm_sim_nshm_algos; a++)
-        if (strcmp(hcomm_sim_shm_algos[a].name, name) == 0)
+        if (hcomm_sim_shm_algos[a].coll == coll &&
+            strcmp(hcomm_sim_shm_algos[a].name, name) == 0)
             return &hcomm_sim_shm_algos[a];
     fail_msg("no %s", name);
     return NULL;
 }
 
-static hcomm_status_t run(const hcomm_sim_model_t *m, int nodes, int ppn,
-                          const char *algo, size_t bytes, double *time) {
+static hcomm_status_t run_coll(const hcomm_sim_model_t *m, hcomm_coll_t coll,
+                               int nodes, int ppn, const char *algo,
+                               size_t bytes, double *time) {
     hcomm_sim_shape_t sh;
     assert_int_equal(hcomm_sim_shape_regular(&sh, nodes, ppn), 0);
     hcomm_sim_call_t c = {
-        .algo = shm_algo(algo), .count = bytes / 4, .esize = 4};
+        .algo = shm_algo(coll, algo), .count = bytes / 4, .esize = 4};
     hcomm_sim_result_t r;
     char err[256];
     hcomm_status_t st = hcomm_sim_run(m, &sh, &c, &r, err, sizeof(err));
     hcomm_sim_shape_free(&sh);
     *time = st == HCOMM_SUCCESS ? r.time : -1;
     return st;
+}
+
+static hcomm_status_t run(const hcomm_sim_model_t *m, int nodes, int ppn,
+                          const char *algo, size_t bytes, double *time) {
+    return run_coll(m, HCOMM_COLL_ALLREDUCE, nodes, ppn, algo, bytes, time);
+}
+
+static double bcast_time(const hcomm_sim_model_t *m, int n, size_t bytes) {
+    double t;
+    assert_int_equal(run_coll(m, HCOMM_COLL_BCAST, 1, n, "shm", bytes, &t),
+                     HCOMM_SUCCESS);
+    return t;
 }
 
 static double time_of(const hcomm_sim_model_t *m, int n, const char *algo,
@@ -90,6 +105,12 @@ static void test_formulas(void **state) {
     NEAR(time_of(&m, 4, "shm_cma", 2 << 20),
          1e-6 + 0.9e-6 + 3 * (4 * 2e-6 + blk / 4e9 + blk / 1e9) +
              3 * (2e-6 + blk / 4e9));
+    /* Broadcast through the slots, 4 ranks, 64 KiB: the receivers' copy
+     * of the root's lines is the slower side; 1 MiB in four rounds */
+    NEAR(bcast_time(&m, 4, 65536), 1e-6 + 0.1e-6 + 65536 / 0.5e9);
+    NEAR(bcast_time(&m, 4, 1 << 20), 1e-6 + 4 * (0.1e-6 + 262144 / 0.5e9));
+    /* at 2 ranks by direct copies from 32 KiB: half each side */
+    NEAR(bcast_time(&m, 2, 1 << 20), 1e-6 + 0.1e-6 + 2e-6 + 524288 / 4e9);
     /* a call that fits the cache copies and reduces faster */
     m.cache_bytes = 1 << 20;
     m.cached_speedup = 2;
