@@ -153,7 +153,9 @@ static int run_shape(const hcomm_sim_opts_t *o, const hcomm_sim_shape_t *sh,
         if (hcomm_algos[a].coll == o->coll &&
             wanted(o->algos, hcomm_algos[a].name))
             rows[nrows++].algo = &hcomm_algos[a];
-    for (int a = 0; o->model.shm && sh->nnodes == 1 && a < hcomm_sim_nshm_algos;
+    /* on one node, the segment's algorithms too, where the file has them */
+    for (int a = 0; o->model.shm && sh->nnodes == 1 &&
+                    a < hcomm_sim_nshm_algos && nrows < 64;
          a++)
         if (hcomm_sim_shm_algos[a].coll == o->coll &&
             wanted(o->algos, hcomm_sim_shm_algos[a].name))
