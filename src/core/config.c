@@ -77,8 +77,9 @@ static const cfg_entry_t table[HCOMM_CFG_COUNT] = {
      "slots per rank); 0 turns the shared-memory path off."},
     {"HCOMM_FAST_PATH_SMALL_MSG", CFG_SIZE, "16K", NULL,
      "Largest allreduce, in bytes, that every rank reduces whole from the "
-     "shared segment (one-shot), with 2 ranks; with n, this divided by "
-     "n - 1 (each rank reads n - 1 copies). 0 turns that path off."},
+     "shared segment (one-shot), times the n - 1 copies each rank reads; at "
+     "2 ranks one-shot takes every call below a slot "
+     "(HCOMM_SHM_SLOT_SIZE). 0 turns that path off."},
     {"HCOMM_CUDA", CFG_CHOICE, "auto", "auto|0",
      "auto: buffers in GPU memory are recognised (through the CUDA driver, "
      "once the program uses CUDA); 0: every buffer is host memory and the "

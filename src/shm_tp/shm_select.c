@@ -53,6 +53,17 @@ hcomm_shm_algo_t hcomm_shm_select(const hcomm_shm_t *shm, hcomm_coll_t coll,
     size_t peers = (size_t)shm->size - 1;
     switch (coll) {
     case HCOMM_COLL_ALLREDUCE:
+        /* At 2 ranks two-shot reads as many of the peer's bytes as
+         * one-shot (half to reduce, half to copy back) and adds a round
+         * of flags: one-shot takes every call below a slot there, unless
+         * the one-shot limit is 0. Here, 4 alternated runs, medians, us,
+         * two-shot against one-shot (MPI in the same runs): 32 KiB 8.99
+         * against 6.80 (13.8), 64 KiB 12.68 against 9.87 (19.6), 128 KiB
+         * 24.24 against 21.23 (30.7); with new data every call (--rewrite)
+         * 8.67 against 7.03, 12.22 against 11.19, 24.87 against 21.40. */
+        if (peers == 1 && bytes < shm->slot_bytes &&
+            hcomm_cfg_int(HCOMM_CFG_FAST_PATH_SMALL_MSG) > 0)
+            return HCOMM_SHM_ONESHOT;
         if (oneshot_fits(bytes, peers)) return HCOMM_SHM_ONESHOT;
         return shm->cma && bytes >= CMA_MIN_ALLREDUCE * (size_t)shm->size
                    ? HCOMM_SHM_CMA

@@ -14,6 +14,7 @@
  * integers, so every order gives the same exact value). Ranks that pass
  * different counts all fail, before writing anything, and so do later
  * calls. */
+#include "core/config.h"
 #include "shm_tp/shm.h"
 
 #include <pthread.h>
@@ -1131,6 +1132,44 @@ static void test_allgatherv_limit(void **state) {
         }
 }
 
+/* AllReduce: one-shot while the n - 1 copies a rank reads fit 16 KiB
+ * (HCOMM_FAST_PATH_SMALL_MSG), at 2 ranks below a slot, where two-shot
+ * reads as much; direct reads from 128 KiB a rank; two-shot between, and
+ * where direct reads do not work; no one-shot at all with a limit of 0. */
+static void test_allreduce_limit(void **state) {
+    (void)state;
+    const size_t slot = 256u << 10;
+    unsetenv("HCOMM_FAST_PATH_SMALL_MSG");
+    assert_int_equal(hcomm_config_load(), HCOMM_SUCCESS); /* the default */
+    for (int P = 2; P <= 17; P++)
+        for (int cma = 0; cma < 2; cma++) {
+            hcomm_shm_t shm = {.size = P, .cma = cma, .slot_bytes = slot};
+            size_t one = P == 2 ? slot - 1 : (16u << 10) / (size_t)(P - 1);
+            size_t direct = (128u << 10) * (size_t)P;
+            hcomm_shm_algo_t big = cma ? HCOMM_SHM_CMA : HCOMM_SHM_TWOSHOT;
+            assert_int_equal(hcomm_shm_select(&shm, HCOMM_COLL_ALLREDUCE, 8),
+                             HCOMM_SHM_ONESHOT);
+            assert_int_equal(hcomm_shm_select(&shm, HCOMM_COLL_ALLREDUCE, one),
+                             HCOMM_SHM_ONESHOT);
+            assert_int_equal(
+                hcomm_shm_select(&shm, HCOMM_COLL_ALLREDUCE, one + 1),
+                P == 2 ? big : HCOMM_SHM_TWOSHOT);
+            assert_int_equal(/* at 2 ranks the slot's end: one + 1 */
+                             hcomm_shm_select(&shm, HCOMM_COLL_ALLREDUCE,
+                                              direct - 1),
+                             P == 2 ? HCOMM_SHM_ONESHOT : HCOMM_SHM_TWOSHOT);
+            assert_int_equal(
+                hcomm_shm_select(&shm, HCOMM_COLL_ALLREDUCE, direct), big);
+            assert_int_equal(hcomm_config_set("HCOMM_FAST_PATH_SMALL_MSG", "0"),
+                             HCOMM_SUCCESS);
+            assert_int_equal(hcomm_shm_select(&shm, HCOMM_COLL_ALLREDUCE, 8),
+                             HCOMM_SHM_TWOSHOT);
+            assert_int_equal(
+                hcomm_config_set("HCOMM_FAST_PATH_SMALL_MSG", "16K"),
+                HCOMM_SUCCESS);
+        }
+}
+
 static void test_2_ranks(void **state) {
     (void)state;
     run_ranks(2);
@@ -1165,6 +1204,7 @@ int main(void) {
         cmocka_unit_test(test_8_ranks),
         cmocka_unit_test(test_alltoallv),
         cmocka_unit_test(test_slots_limit),
-        cmocka_unit_test(test_allgatherv_limit)};
+        cmocka_unit_test(test_allgatherv_limit),
+        cmocka_unit_test(test_allreduce_limit)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
