@@ -106,8 +106,8 @@ typedef struct {
      * fixed cost, a peer's flag seen (seconds each), a peer's slot lines
      * read at shm_peer_speedup times the CPU's rate, whether direct reads
      * (CMA) work, a process_vm_readv's cost and its copy rate, and the
-     * input slot (0: the library's 256 KiB); shm: the file gave them (else
-     * no such rows). */
+     * input slot (0: the library's, HCOMM_SHM_SLOT_SIZE); shm: the file gave
+     * them (else no such rows). */
     int shm;
     double shm_call, shm_flag, shm_peer_speedup;
     int shm_cma;

@@ -62,12 +62,12 @@ int hcomm_sim_is_shm(const hcomm_algo_t *a) {
 }
 
 static hcomm_shm_algo_t selected(const hcomm_sim_model_t *m, hcomm_coll_t coll,
-                                 int n, size_t bytes) {
+                                 int n, size_t bytes, size_t slot) {
     hcomm_shm_t shm;
     memset(&shm, 0, sizeof(shm));
     shm.size = n;
     shm.cma = m->shm_cma;
-    shm.slot_bytes = m->shm_slot_bytes;
+    shm.slot_bytes = slot;
     return hcomm_shm_select(&shm, coll, bytes);
 }
 
@@ -120,15 +120,16 @@ hcomm_status_t hcomm_sim_shm_run(const hcomm_sim_model_t *m,
     int n = sh->size;
     hcomm_coll_t coll = c->algo->coll;
     double B = (double)(c->count * c->esize);
-    hcomm_shm_algo_t a = forced[c->algo - hcomm_sim_shm_algos];
-    if (a == HCOMM_SHM_NONE) {
-        /* selection's limits, as the library reads them (HCOMM_*) */
-        if (hcomm_config_load() != HCOMM_SUCCESS) {
-            snprintf(err, errlen, "%s", hcomm_last_error());
-            return HCOMM_ERR_INVALID_ARG;
-        }
-        a = selected(m, coll, n, (size_t)B);
+    /* selection's limits and the slot, as the library reads them */
+    if (hcomm_config_load() != HCOMM_SUCCESS) {
+        snprintf(err, errlen, "%s", hcomm_last_error());
+        return HCOMM_ERR_INVALID_ARG;
     }
+    size_t slot = m->shm_slot_bytes
+                      ? m->shm_slot_bytes
+                      : (size_t)hcomm_cfg_int(HCOMM_CFG_SHM_SLOT_SIZE);
+    hcomm_shm_algo_t a = forced[c->algo - hcomm_sim_shm_algos];
+    if (a == HCOMM_SHM_NONE) a = selected(m, coll, n, (size_t)B, slot);
     if (a == HCOMM_SHM_NONE || (a == HCOMM_SHM_CMA && !m->shm_cma)) {
         snprintf(err, errlen, "%s: not on the segment at this size",
                  c->algo->name);
@@ -143,13 +144,12 @@ hcomm_status_t hcomm_sim_shm_run(const hcomm_sim_model_t *m,
                        : 1;
     double copy = m->copy_bw * speed, reduce = m->reduce_bw * speed;
     double peer = m->shm_peer_speedup > 0 ? m->shm_peer_speedup : 1;
-    double slot = m->shm_slot_bytes ? (double)m->shm_slot_bytes : 262144;
     double moved;
-    out->time =
-        m->shm_call +
-        (coll == HCOMM_COLL_BCAST
-             ? bcast_time(m, a, B, slot, copy, peer, &moved)
-             : allreduce_time(m, a, n, B, slot, copy, reduce, peer, &moved));
+    out->time = m->shm_call +
+                (coll == HCOMM_COLL_BCAST
+                     ? bcast_time(m, a, B, (double)slot, copy, peer, &moved)
+                     : allreduce_time(m, a, n, B, (double)slot, copy, reduce,
+                                      peer, &moved));
     out->bytes[SIM_NODE] = moved * (coll == HCOMM_COLL_BCAST ? n - 1 : n);
     out->simulated_ranks = 1;
     out->cp_cpu = out->time;

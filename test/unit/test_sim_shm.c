@@ -123,14 +123,15 @@ static void test_selection(void **state) {
     hcomm_sim_model_t m;
     figures(&m);
     unsetenv("HCOMM_FAST_PATH_SMALL_MSG");
-    /* 4 ranks: one-shot while 3 copies fit 16 KiB, direct reads from
-     * 128 KiB a rank, two-shot between */
+    /* one-shot while the copies a rank reads fit 16 KiB (at 2 ranks
+     * below the 256 KiB slot), direct reads from 128 KiB a rank,
+     * two-shot between */
     static const struct {
         int n;
         size_t bytes;
         const char *algo;
-    } cells[] = {{2, 16384, "shm_oneshot"},  {2, 16388, "shm_twoshot"},
-                 {2, 262140, "shm_twoshot"}, {2, 262144, "shm_cma"},
+    } cells[] = {{2, 16384, "shm_oneshot"},  {2, 16388, "shm_oneshot"},
+                 {2, 262140, "shm_oneshot"}, {2, 262144, "shm_cma"},
                  {4, 4096, "shm_oneshot"},   {4, 5464, "shm_twoshot"},
                  {4, 524284, "shm_twoshot"}, {4, 524288, "shm_cma"},
                  {16, 1024, "shm_oneshot"},  {16, 1096, "shm_twoshot"},
@@ -148,9 +149,15 @@ static void test_selection(void **state) {
     double t;
     assert_int_equal(run(&m, 1, 4, "shm_cma", 524288, &t),
                      HCOMM_ERR_UNSUPPORTED);
-    /* the one-shot limit as the library reads it */
+    /* at 2 ranks one-shot below the slot, as large as it is */
+    m.shm_slot_bytes = 65536;
+    NEAR(time_of(&m, 2, "shm", 65532), time_of(&m, 2, "shm_oneshot", 65532));
+    NEAR(time_of(&m, 2, "shm", 65536), time_of(&m, 2, "shm_twoshot", 65536));
+    m.shm_slot_bytes = 0;
+    /* the one-shot limit as the library reads it: 0, none at all */
     setenv("HCOMM_FAST_PATH_SMALL_MSG", "0", 1);
     NEAR(time_of(&m, 4, "shm", 64), time_of(&m, 4, "shm_twoshot", 64));
+    NEAR(time_of(&m, 2, "shm", 64), time_of(&m, 2, "shm_twoshot", 64));
     unsetenv("HCOMM_FAST_PATH_SMALL_MSG");
 }
 
