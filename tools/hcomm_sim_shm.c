@@ -41,8 +41,8 @@
  * pieces of its bounce buffer */
 #define SIM_SHM_BOUNCE (128u << 10)
 
-/* The table's rows; "shm" rows (NULL algorithm below) take what
- * selection takes. */
+/* The table's rows, and what each forces: HCOMM_SHM_NONE, what selection
+ * takes ("shm"). */
 const hcomm_algo_t hcomm_sim_shm_algos[] = {
     {"shm", HCOMM_COLL_ALLREDUCE, NULL},
     {"shm_oneshot", HCOMM_COLL_ALLREDUCE, NULL},
@@ -55,6 +55,9 @@ const int hcomm_sim_nshm_algos =
 static const hcomm_shm_algo_t forced[] = {HCOMM_SHM_NONE, HCOMM_SHM_ONESHOT,
                                           HCOMM_SHM_TWOSHOT, HCOMM_SHM_CMA,
                                           HCOMM_SHM_NONE};
+_Static_assert(sizeof(forced) / sizeof(forced[0]) ==
+                   sizeof(hcomm_sim_shm_algos) / sizeof(hcomm_sim_shm_algos[0]),
+               "a forced algorithm for every row");
 
 int hcomm_sim_is_shm(const hcomm_algo_t *a) {
     return a >= hcomm_sim_shm_algos &&
@@ -71,8 +74,8 @@ static hcomm_shm_algo_t selected(const hcomm_sim_model_t *m, hcomm_coll_t coll,
     return hcomm_shm_select(&shm, coll, bytes);
 }
 
-/* One rank's time for a call of B bytes in n ranks (hcomm_sim_shm.c's
- * header says what each does). */
+/* One rank's time for a call of B bytes in n ranks, past the call's fixed
+ * cost (the header above says what each algorithm does). */
 static double allreduce_time(const hcomm_sim_model_t *m, hcomm_shm_algo_t a,
                              int n, double B, double slot, double copy,
                              double reduce, double peer, double *moved) {
