@@ -58,7 +58,7 @@ hcomm_shm_algo_t hcomm_shm_select(const hcomm_shm_t *shm, hcomm_coll_t coll,
          * of flags: one-shot takes every call below a slot there, unless
          * the one-shot limit is 0. Here, 4 alternated runs, medians, us,
          * two-shot against one-shot (MPI in the same runs): 32 KiB 8.99
-         * against 6.80 (13.8), 64 KiB 12.68 against 9.87 (19.6), 128 KiB
+         * against 6.80 (13.0), 64 KiB 12.68 against 9.87 (19.6), 128 KiB
          * 24.24 against 21.23 (30.7); with new data every call (--rewrite)
          * 8.67 against 7.03, 12.22 against 11.19, 24.87 against 21.40. */
         if (peers == 1 && bytes < shm->slot_bytes &&
