@@ -167,8 +167,9 @@ def protocol():
 TCP_ZCOPY_BYTES = 16483
 
 
-def sh(*cmd, check=True):
-    return subprocess.run(cmd, check=check, capture_output=True, text=True)
+def sh(*cmd, check=True, env=None):
+    return subprocess.run(cmd, check=check, capture_output=True, text=True,
+                          env=dict(os.environ, **env) if env else None)
 
 
 def perf(ranks, coll, algo, lo, hi, factor, hosts=None, reps=None):
@@ -274,9 +275,7 @@ def simulate(model, coll, algo, size, nodes=None, ppn=None, topo=None,
                str(size), "--calls", str(CALLS), "--json"]
         if nodes:
             cmd += ["--nodes", str(nodes), "--ppn", str(ppn)]
-        row = json.loads(subprocess.run(
-            cmd, check=True, capture_output=True, text=True,
-            env=dict(os.environ, **(env or {}))).stdout.splitlines()[0])
+        row = json.loads(sh(*cmd, env=env).stdout.splitlines()[0])
     finally:
         os.unlink(path)
     if "error" in row:

@@ -37,10 +37,6 @@
 #include <stdio.h>
 #include <string.h>
 
-/* as shm_coll.c's: a direct-read AllReduce reduces a peer's block in
- * pieces of its bounce buffer */
-#define SIM_SHM_BOUNCE (128u << 10)
-
 /* The table's rows, and what each forces: HCOMM_SHM_NONE, what selection
  * takes ("shm"). */
 const hcomm_algo_t hcomm_sim_shm_algos[] = {
@@ -81,7 +77,8 @@ static double allreduce_time(const hcomm_sim_model_t *m, hcomm_shm_algo_t a,
                              double reduce, double peer, double *moved) {
     double p = n - 1, flags = p * m->shm_flag;
     if (a == HCOMM_SHM_CMA) {
-        double blk = B / n, pieces = fmax(1, ceil(blk / SIM_SHM_BOUNCE));
+        double blk = B / n,
+               pieces = fmax(1, ceil(blk / HCOMM_SHM_BOUNCE_BYTES));
         double read = blk / m->shm_cma_bw;
         *moved = 2 * p * blk;
         return 3 * flags +

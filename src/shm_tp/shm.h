@@ -97,6 +97,10 @@ typedef struct {
     uint64_t seq, desc[2];
 } hcomm_shm_unchecked_t;
 
+/* CMA reads are reduced from a bounce buffer of this many bytes, small
+ * enough to stay in cache. */
+#define HCOMM_SHM_BOUNCE_BYTES (128u << 10)
+
 typedef struct hcomm_shm {
     char *base; /* the mapping */
     size_t bytes;

@@ -10,9 +10,6 @@
 #include <string.h>
 #include <sys/uio.h>
 
-/* CMA reads are reduced from this buffer, small enough to stay in cache. */
-#define BOUNCE_BYTES (128u << 10)
-
 enum {
     PHASE_TURN = 0, /* wait for the previous call on the communicator */
     PHASE_FREE,     /* wait until the parity's slots are free */
@@ -266,7 +263,7 @@ hcomm_status_t hcomm_shm_op_start(hcomm_shm_op_t *op, hcomm_shm_t *shm,
         /* Calls on a communicator run one at a time: they share one. */
         if ((coll == HCOMM_COLL_ALLREDUCE ||
              coll == HCOMM_COLL_REDUCE_SCATTER) &&
-            !shm->bounce && !(shm->bounce = malloc(BOUNCE_BYTES)))
+            !shm->bounce && !(shm->bounce = malloc(HCOMM_SHM_BOUNCE_BYTES)))
             return hcomm_error(HCOMM_ERR_NO_MEMORY, "no memory for shm bounce");
     } else {
         /* a round holds a piece of every rank's block */
@@ -636,7 +633,7 @@ static void twoshot_gather(hcomm_shm_op_t *op) {
 static hcomm_status_t cma_reduce(hcomm_shm_op_t *op) {
     hcomm_shm_t *shm = op->shm;
     int me = shm->rank, rs = op->coll == HCOMM_COLL_REDUCE_SCATTER;
-    size_t es = op->esize, step = BOUNCE_BYTES / es;
+    size_t es = op->esize, step = HCOMM_SHM_BOUNCE_BYTES / es;
     /* reduce_scatter: blocks of count, and the receive buffer is the block */
     size_t boff = rs ? (size_t)me * op->count
                      : hcomm_block_offset(op->count, shm->size, me);

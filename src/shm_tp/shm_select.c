@@ -30,10 +30,19 @@
 #define SLOTS_MAX_REDUCE (256u << 10)
 
 /* A one-shot reduction: each rank that reduces reads bytes from every
- * peer's slot, up to HCOMM_FAST_PATH_SMALL_MSG in all. */
-static int oneshot_fits(size_t bytes, size_t peers) {
-    return bytes * peers <=
-           (size_t)hcomm_cfg_int(HCOMM_CFG_FAST_PATH_SMALL_MSG);
+ * peer's slot, up to HCOMM_FAST_PATH_SMALL_MSG in all. At 2 ranks
+ * two-shot reads as many of the peer's bytes as one-shot (half to
+ * reduce, half to copy back) and adds a round of flags: one-shot takes
+ * every call below a slot there, unless the limit is 0. Here, AllReduce,
+ * 4 alternated runs, medians, us, two-shot against one-shot (MPI in the
+ * same runs): 32 KiB 8.99 against 6.80 (13.0), 64 KiB 12.68 against 9.87
+ * (19.6), 128 KiB 24.24 against 21.23 (30.7); with new data every call
+ * (--rewrite) 8.67 against 7.03, 12.22 against 11.19, 24.87 against
+ * 21.40. (Reduce at 2 ranks is one-shot at every size.) */
+static int oneshot_fits(const hcomm_shm_t *shm, size_t bytes, size_t peers) {
+    size_t limit = (size_t)hcomm_cfg_int(HCOMM_CFG_FAST_PATH_SMALL_MSG);
+    if (peers == 1 && limit > 0 && bytes < shm->slot_bytes) return 1;
+    return bytes * peers <= limit;
 }
 
 /* Gather, scatter and alltoall of blocks of bytes: through the slots
@@ -53,18 +62,7 @@ hcomm_shm_algo_t hcomm_shm_select(const hcomm_shm_t *shm, hcomm_coll_t coll,
     size_t peers = (size_t)shm->size - 1;
     switch (coll) {
     case HCOMM_COLL_ALLREDUCE:
-        /* At 2 ranks two-shot reads as many of the peer's bytes as
-         * one-shot (half to reduce, half to copy back) and adds a round
-         * of flags: one-shot takes every call below a slot there, unless
-         * the one-shot limit is 0. Here, 4 alternated runs, medians, us,
-         * two-shot against one-shot (MPI in the same runs): 32 KiB 8.99
-         * against 6.80 (13.0), 64 KiB 12.68 against 9.87 (19.6), 128 KiB
-         * 24.24 against 21.23 (30.7); with new data every call (--rewrite)
-         * 8.67 against 7.03, 12.22 against 11.19, 24.87 against 21.40. */
-        if (peers == 1 && bytes < shm->slot_bytes &&
-            hcomm_cfg_int(HCOMM_CFG_FAST_PATH_SMALL_MSG) > 0)
-            return HCOMM_SHM_ONESHOT;
-        if (oneshot_fits(bytes, peers)) return HCOMM_SHM_ONESHOT;
+        if (oneshot_fits(shm, bytes, peers)) return HCOMM_SHM_ONESHOT;
         return shm->cma && bytes >= CMA_MIN_ALLREDUCE * (size_t)shm->size
                    ? HCOMM_SHM_CMA
                    : HCOMM_SHM_TWOSHOT;
@@ -116,8 +114,8 @@ hcomm_shm_algo_t hcomm_shm_select(const hcomm_shm_t *shm, hcomm_coll_t coll,
         if (bytes > SLOTS_MAX_REDUCE) return HCOMM_SHM_NONE;
         /* as AllReduce's: the root alone does what every rank of a
          * one-shot AllReduce does */
-        return oneshot_fits(bytes, peers) ? HCOMM_SHM_ONESHOT
-                                          : HCOMM_SHM_TWOSHOT;
+        return oneshot_fits(shm, bytes, peers) ? HCOMM_SHM_ONESHOT
+                                               : HCOMM_SHM_TWOSHOT;
     case HCOMM_COLL_SCATTER: /* bytes: one block */
     case HCOMM_COLL_ALLTOALL:
         if (shm->cma && peers == 1 && bytes >= HCOMM_SHM_DIRECT_MIN_2)
